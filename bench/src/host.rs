@@ -1,0 +1,104 @@
+//! Host benchmarks: load + mount per module and for the default plan,
+//! per-call pipeline overhead on the echo fixture against a direct call, and
+//! the wall time of `toolhost list` as a whole process.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::sabi_types::RRef;
+use serde_json::json;
+use toolhost::cancel::CancelToken;
+use toolhost::context::CallContext;
+use toolhost::host::Host;
+use toolhost::pipeline::{Call, Pipeline};
+use toolhost::plan::Plan;
+use toolhost_core::abi::FfiContext_TO;
+
+use crate::report::{Bench, Stats};
+
+pub fn run(b: &mut Bench) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let modules = b.target_dir.display().to_string();
+
+    // Load + mount, per module, each in a fresh plan.
+    let default_plan = Path::new("mount-plans/default.toml");
+    for module in ["fixture", "filesystem", "bash", "web"] {
+        if !b.target_dir.join(format!("libtoolhost_{module}.so")).exists() {
+            continue;
+        }
+        let file = dir.path().join(format!("{module}.toml"));
+        std::fs::write(&file, format!("[host]\nmodule_path = [{modules:?}]\n[[tools]]\nmodule = \"{module}\"\n"))?;
+        let plan = Plan::load(&file)?;
+        let stats = b.time(3, b.n(50), || {
+            let host = Host::open(plan.clone()).expect("plan loads");
+            host.shutdown();
+        });
+        b.row("host", format!("load + mount + cleanup: {module}"), stats, None);
+    }
+    if default_plan.exists() {
+        let plan = Plan::load(default_plan)?;
+        let stats = b.time(3, b.n(50), || {
+            let host = Host::open(plan.clone()).expect("default plan loads");
+            host.shutdown();
+        });
+        b.row("host", "load + mount + cleanup: default plan", stats, Some(Duration::from_millis(5)));
+    }
+
+    // Per-call overhead on echo: the pipeline against a direct FFI call.
+    let file = dir.path().join("fixture.toml");
+    let plan = Plan::load(&file)?;
+    let host = Arc::new(Host::open(plan)?);
+    let tool = host.tool("echo").ok_or_else(|| anyhow::anyhow!("echo not mounted"))?;
+    let request = json!({"tool_call_id": "b", "name": "echo", "input": {"message": "hello"}, "working_dir": "."}).to_string();
+    let ctx = CallContext {
+        cancel: CancelToken::new(),
+        deadline: None,
+        progress: None,
+        module: "fixture".into(),
+        call_id: "b".into(),
+    };
+    let direct = b.time(1000, b.n(20_000), || {
+        let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
+        std::hint::black_box(tool.execute_blocking(&request, ffi));
+    });
+    b.row("host", "echo: direct in-process FFI call", direct, None);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let pipeline = Pipeline::new(host.clone(), CancelToken::new());
+    let through = b.time(1000, b.n(20_000), || {
+        let result = runtime.block_on(pipeline.call(Call {
+            name: "echo".into(),
+            input: json!({"message": "hello"}),
+            ..Call::default()
+        }));
+        assert!(result.success);
+    });
+    b.row("host", "echo: through the pipeline (incl. validation)", through, None);
+    let overhead = Stats {
+        median: through.median.saturating_sub(direct.median),
+        p10: through.p10.saturating_sub(direct.p10),
+        p90: through.p90.saturating_sub(direct.p90),
+        samples: through.samples,
+    };
+    b.row("host", "echo: pipeline overhead (pipeline − direct)", overhead, Some(Duration::from_micros(15)));
+    host.shutdown();
+
+    // `toolhost list` as a whole process, on the default plan.
+    let bin = b.target_dir.join("toolhost");
+    if bin.exists() && default_plan.exists() {
+        let stats = b.time(3, b.n(30), || {
+            let status = Command::new(&bin)
+                .args(["--plan", "mount-plans/default.toml", "list"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("toolhost runs");
+            assert!(status.success());
+        });
+        b.row("host", "process: toolhost list (default plan)", stats, Some(Duration::from_millis(20)));
+    }
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! `cargo xtask bench` runs this (built in release): every area's
+//! measurements, printed as one table of medians. `--quick` takes fewer
+//! samples; a name argument runs only that area.
+
+mod host;
+mod report;
+
+use std::path::PathBuf;
+
+use report::Bench;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let only: Vec<&str> = args.iter().filter(|a| !a.starts_with("--")).map(String::as_str).collect();
+    let target_dir = std::env::current_exe()?
+        .parent()
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow::anyhow!("the bench binary has no folder"))?;
+    let mut bench = Bench {
+        target_dir,
+        rows: Vec::new(),
+        quick,
+    };
+    let areas: [(&str, fn(&mut Bench) -> anyhow::Result<()>); 1] = [("host", host::run)];
+    for (name, run) in areas {
+        if only.is_empty() || only.contains(&name) {
+            if let Err(e) = run(&mut bench) {
+                eprintln!("bench area '{name}' failed: {e:#}");
+            }
+        }
+    }
+    println!(
+        "machine: {} cores, {}",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+            .unwrap_or_else(|| "unknown CPU".into())
+    );
+    bench.print();
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! Turns a typed [`Tool`] into the ABI's [`FfiTool`]: derives the schema,
+//! parses the call, guards against panics and serializes the result.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use abi_stable::std_types::{RStr, RString};
+use serde_json::{json, Value};
+
+use super::context::Context;
+use super::error::{MountError, ToolError};
+use super::guard::guard;
+use super::tool::Tool;
+use crate::abi::{FfiContextRef, FfiTool};
+use crate::wire::{codes, CallRequest, Metadata, Status, ToolResult};
+
+/// A tool plus its spec, serialized once at registration.
+pub(crate) struct ToolAdapter<T: Tool> {
+    tool: T,
+    name: String,
+    spec_json: RString,
+}
+
+impl<T: Tool> ToolAdapter<T> {
+    pub(crate) fn new(tool: T, module_version: &str) -> Result<Self, MountError> {
+        let mut spec = guard(|| tool.spec())
+            .map_err(|panic| MountError::new(format!("a tool's spec() panicked: {panic}")))?;
+        if spec.input_schema.is_null() {
+            spec.input_schema = input_schema::<T::Input>();
+        }
+        if spec.version.is_empty() {
+            spec.version = module_version.to_string();
+        }
+        let spec_json = serde_json::to_string(&spec)
+            .map_err(|e| MountError::new(format!("tool '{}': spec does not serialize: {e}", spec.name)))?;
+        Ok(ToolAdapter {
+            name: spec.name,
+            tool,
+            spec_json: RString::from(spec_json),
+        })
+    }
+}
+
+/// The JSON Schema of an input type, without the generator's `title` (it
+/// names a Rust type, which means nothing to a model).
+pub(crate) fn input_schema<I: schemars::JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(I).to_value();
+    if let Some(map) = schema.as_object_mut() {
+        map.remove("title");
+    }
+    schema
+}
+
+impl<T: Tool> FfiTool for ToolAdapter<T> {
+    fn spec(&self) -> RString {
+        self.spec_json.clone()
+    }
+
+    fn execute(&self, call: RStr<'_>, ctx: FfiContextRef<'_>) -> RString {
+        let result = run_call(&self.tool, &self.name, call.as_str(), ctx);
+        let text = serde_json::to_string(&result).unwrap_or_else(|e| {
+            json!({
+                "tool_call_id": result.tool_call_id,
+                "status": "error",
+                "success": false,
+                "output": null,
+                "error": {"code": codes::INVALID_OUTPUT, "message": format!("the result does not serialize: {e}"), "retryable": false},
+                "metadata": {"duration_ms": result.metadata.duration_ms},
+            })
+            .to_string()
+        });
+        RString::from(text)
+    }
+}
+
+/// Parses, runs and packages one call. Never panics.
+pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiContextRef<'_>) -> ToolResult {
+    let started = Instant::now();
+    let call: CallRequest = match serde_json::from_str(call_json) {
+        Ok(call) => call,
+        Err(e) => {
+            return ToolResult::failure(
+                "",
+                Status::Error,
+                codes::INTERNAL,
+                format!("the host sent a malformed call request to '{name}': {e}"),
+            )
+        }
+    };
+    let CallRequest {
+        tool_call_id,
+        input,
+        working_dir,
+        ..
+    } = call;
+    let outcome = guard(|| {
+        let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir));
+        let result = parse_input::<T::Input>(input).and_then(|input| {
+            let output = tool.execute(input, &ctx)?;
+            serde_json::to_value(output).map_err(|e| {
+                ToolError::new(codes::INVALID_OUTPUT, format!("the output does not serialize: {e}"))
+            })
+        });
+        (result, ctx.take_metadata())
+    });
+    let mut result = match outcome {
+        Ok((Ok(output), extra)) => {
+            let mut r = ToolResult::success(&tool_call_id, output);
+            r.metadata.extra = extra;
+            r
+        }
+        Ok((Err(error), extra)) => {
+            let mut r = from_error(&tool_call_id, error);
+            r.metadata.extra = extra;
+            r
+        }
+        Err(panic) => ToolResult::failure(
+            &tool_call_id,
+            Status::Error,
+            codes::PANICKED,
+            format!("tool '{name}' panicked: {panic}. This is a bug in the tool; the host is still running."),
+        ),
+    };
+    result.metadata = Metadata {
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        ..result.metadata
+    };
+    result
+}
+
+/// A failed result from a `ToolError`, keeping any partial output.
+pub(crate) fn from_error(tool_call_id: &str, error: ToolError) -> ToolResult {
+    ToolResult {
+        tool_call_id: tool_call_id.to_string(),
+        status: error.status,
+        success: error.status == Status::Success,
+        output: error.output.unwrap_or(Value::Null),
+        error: Some(error.info),
+        metadata: Metadata::default(),
+    }
+}
+
+/// Deserializes the input, naming the offending field as a JSON pointer.
+pub(crate) fn parse_input<I: serde::de::DeserializeOwned>(input: Value) -> Result<I, ToolError> {
+    serde_path_to_error::deserialize(input).map_err(|e| {
+        let pointer = json_pointer(e.path());
+        let inner = e.into_inner().to_string();
+        let location = if pointer.is_empty() { "the input".to_string() } else { pointer.clone() };
+        ToolError::invalid_input(format!("invalid input at {location}: {inner}"))
+            .with_details(json!({ "violations": [{ "pointer": pointer, "message": inner }] }))
+    })
+}
+
+/// `serde_path_to_error`'s path as an RFC 6901 JSON pointer.
+fn json_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter() {
+        out.push('/');
+        match segment {
+            Segment::Seq { index } => out.push_str(&index.to_string()),
+            Segment::Map { key } => out.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Segment::Enum { variant } => out.push_str(variant),
+            Segment::Unknown => out.push('?'),
+        }
+    }
+    out
+}

@@ -1,0 +1,133 @@
+//! The per-call context a tool receives: cancellation, deadline, progress,
+//! logs and result metadata.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use abi_stable::std_types::RStr;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::error::ToolError;
+use crate::abi::{level, FfiContextRef, NO_DEADLINE};
+
+/// Log severity for [`Context::log`] and [`crate::Coordinator::log`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// An error the operator should see.
+    Error,
+    /// Something unusual.
+    Warn,
+    /// Normal operational messages.
+    Info,
+    /// Diagnostics.
+    Debug,
+    /// Very chatty diagnostics.
+    Trace,
+}
+
+impl Level {
+    pub(crate) fn to_abi(self) -> u8 {
+        match self {
+            Level::Error => level::ERROR,
+            Level::Warn => level::WARN,
+            Level::Info => level::INFO,
+            Level::Debug => level::DEBUG,
+            Level::Trace => level::TRACE,
+        }
+    }
+}
+
+/// What a running tool can ask of the host.
+///
+/// Cancellation is cooperative: when the deadline passes or the caller
+/// cancels, the host sets the token and the tool must stop promptly. A tool
+/// that waits should wait on [`Context::wait_cancelled`] rather than sleep.
+pub struct Context<'a> {
+    ffi: FfiContextRef<'a>,
+    tool_call_id: String,
+    working_dir: PathBuf,
+    metadata: Mutex<Map<String, Value>>,
+}
+
+impl<'a> Context<'a> {
+    pub(crate) fn new(ffi: FfiContextRef<'a>, tool_call_id: String, working_dir: PathBuf) -> Self {
+        Context {
+            ffi,
+            tool_call_id,
+            working_dir,
+            metadata: Mutex::new(Map::new()),
+        }
+    }
+
+    /// The call's id (for logs and scratch-file names).
+    pub fn tool_call_id(&self) -> &str {
+        &self.tool_call_id
+    }
+
+    /// The folder relative paths in the input resolve against.
+    pub fn working_dir(&self) -> &Path {
+        &self.working_dir
+    }
+
+    /// Whether the call has been cancelled or timed out.
+    pub fn is_cancelled(&self) -> bool {
+        self.ffi.is_cancelled()
+    }
+
+    /// `Err(cancelled)` once the call is cancelled, for use with `?` in loops.
+    pub fn check_cancelled(&self) -> Result<(), ToolError> {
+        if self.is_cancelled() {
+            Err(ToolError::cancelled())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Blocks until the call is cancelled or `timeout` passes; returns whether
+    /// it was cancelled. Use it instead of `sleep` so cancellation is prompt.
+    pub fn wait_cancelled(&self, timeout: Duration) -> bool {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX - 1);
+        self.ffi.wait_cancelled(ms)
+    }
+
+    /// Time left before the host's deadline, if there is one.
+    pub fn remaining(&self) -> Option<Duration> {
+        match self.ffi.remaining_ms() {
+            NO_DEADLINE => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    /// Reports progress to the caller (MCP progress notifications).
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let mut body = json!({ "progress": progress });
+        if let Some(total) = total {
+            body["total"] = json!(total);
+        }
+        if let Some(message) = message {
+            body["message"] = json!(message);
+        }
+        self.ffi.progress(RStr::from_str(&body.to_string()));
+    }
+
+    /// Writes a log line into the host's log, attributed to this call.
+    pub fn log(&self, level: Level, message: impl AsRef<str>) {
+        self.ffi.log(level.to_abi(), RStr::from_str(message.as_ref()));
+    }
+
+    /// Adds a fact to the result's metadata (`trust`, `final_url`, sizes…).
+    pub fn set_metadata(&self, key: impl Into<String>, value: impl Serialize) {
+        if let (Ok(mut map), Ok(value)) = (self.metadata.lock(), serde_json::to_value(value)) {
+            map.insert(key.into(), value);
+        }
+    }
+
+    pub(crate) fn take_metadata(&self) -> Map<String, Value> {
+        self.metadata
+            .lock()
+            .map(|mut m| std::mem::take(&mut *m))
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,46 @@
+//! The panic guard around every entry point a module exposes.
+//!
+//! A panic that unwinds into an `extern "C"` function or a sabi_trait
+//! trampoline aborts the whole host, so the SDK catches it here, once, for
+//! every author.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs `f`, turning a panic into its message.
+pub(crate) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        let message = panic_message(payload.as_ref());
+        // Dropping a payload can itself panic (a payload whose Drop panics);
+        // forget it rather than risk unwinding out of the guard.
+        std::mem::forget(payload);
+        message
+    })
+}
+
+/// The text of a panic payload (`&str` or `String`), or a placeholder.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-text payload".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catches_str_and_string_panics() {
+        assert_eq!(guard(|| 5), Ok(5));
+        assert_eq!(guard(|| -> i32 { panic!("boom") }), Err("boom".into()));
+        let n = 3;
+        assert_eq!(
+            guard(|| -> i32 { panic!("boom {n}") }),
+            Err("boom 3".into())
+        );
+    }
+}

@@ -1,0 +1,11 @@
+//! The module SDK: what a module author writes against.
+
+pub(crate) mod adapter;
+pub mod context;
+pub mod coordinator;
+pub mod error;
+pub mod export;
+pub(crate) mod guard;
+mod panic_hook;
+pub mod testing;
+pub mod tool;

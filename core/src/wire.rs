@@ -1,0 +1,457 @@
+//! The JSON documents that cross the boundary: specs, calls, results.
+//!
+//! These types may grow freely (new optional fields) without an ABI break, so
+//! readers ignore fields they do not know and writers skip empty optionals.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What a tool does to the world; drives default annotations and policy.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Reads local state only.
+    ReadOnly,
+    /// Reads from the outside world (network).
+    Retrieve,
+    /// Pure computation.
+    Compute,
+    /// Produces a draft for review; nothing is applied.
+    Draft,
+    /// Changes local state (files).
+    InternalMutation,
+    /// Tells someone something (mail, chat).
+    ExternalNotification,
+    /// Cannot be undone (shell commands, payments).
+    Irreversible,
+    /// About the toolset itself.
+    Meta,
+}
+
+impl Effect {
+    /// Every effect, in order, for listings and validation.
+    pub const ALL: [Effect; 8] = [
+        Effect::ReadOnly,
+        Effect::Retrieve,
+        Effect::Compute,
+        Effect::Draft,
+        Effect::InternalMutation,
+        Effect::ExternalNotification,
+        Effect::Irreversible,
+        Effect::Meta,
+    ];
+
+    /// The snake_case name used in JSON and in plans.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::ReadOnly => "read_only",
+            Effect::Retrieve => "retrieve",
+            Effect::Compute => "compute",
+            Effect::Draft => "draft",
+            Effect::InternalMutation => "internal_mutation",
+            Effect::ExternalNotification => "external_notification",
+            Effect::Irreversible => "irreversible",
+            Effect::Meta => "meta",
+        }
+    }
+
+    /// The annotations this effect implies, so specs agree with their effect
+    /// unless an author overrides them on purpose.
+    pub fn default_annotations(self) -> Annotations {
+        let read_only = matches!(
+            self,
+            Effect::ReadOnly | Effect::Retrieve | Effect::Compute | Effect::Meta
+        );
+        Annotations {
+            read_only,
+            destructive: matches!(self, Effect::InternalMutation | Effect::Irreversible),
+            idempotent: read_only,
+            open_world: matches!(
+                self,
+                Effect::Retrieve | Effect::ExternalNotification | Effect::Irreversible
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Hints for clients (they map onto MCP's tool annotations).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct Annotations {
+    /// The tool does not modify its environment.
+    pub read_only: bool,
+    /// The tool may overwrite or delete, not only add.
+    pub destructive: bool,
+    /// Repeating a call with the same input has no further effect.
+    pub idempotent: bool,
+    /// The tool talks to the world beyond this machine.
+    pub open_world: bool,
+}
+
+/// Whether a resource is read or written, for scheduling batches.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessMode {
+    /// Shares with other reads of the same key.
+    Read,
+    /// Orders against every other access to the same key.
+    Write,
+}
+
+/// Names the input argument (a JSON pointer) that identifies a resource.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ResourceKey {
+    /// JSON pointer into the input, e.g. `/file_path`.
+    pub arg: String,
+    /// How the call uses the resource.
+    pub mode: AccessMode,
+}
+
+/// How the host may schedule a tool's calls.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct Execution {
+    /// Calls run alone: nothing else runs beside them in a batch.
+    pub serial: bool,
+    /// Resources the call touches, for conflict-aware batching.
+    pub resource_keys: Vec<ResourceKey>,
+}
+
+/// What a tool tells the host about itself (`FfiTool::spec`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    /// Unique name, snake_case.
+    pub name: String,
+    /// Optional human title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, written for a model.
+    pub description: String,
+    /// JSON Schema of the input (an object schema).
+    pub input_schema: Value,
+    /// JSON Schema of a successful output, when the tool commits to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// What the tool does to the world.
+    pub effect: Effect,
+    /// Client hints; default from the effect.
+    #[serde(default)]
+    pub annotations: Annotations,
+    /// Scheduling facts.
+    #[serde(default)]
+    pub execution: Execution,
+    /// Other names the tool answers to.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// The tool's version (defaults to its module's).
+    #[serde(default)]
+    pub version: String,
+}
+
+impl ToolSpec {
+    /// Starts a spec with the annotations of `Effect::ReadOnly`; chain the
+    /// builder methods to say more. The SDK fills `input_schema` from the
+    /// tool's input type.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        ToolSpec {
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema: Value::Null,
+            output_schema: None,
+            effect: Effect::ReadOnly,
+            annotations: Effect::ReadOnly.default_annotations(),
+            execution: Execution::default(),
+            aliases: Vec::new(),
+            version: String::new(),
+        }
+    }
+
+    /// Sets the effect and the annotations it implies.
+    pub fn effect(mut self, effect: Effect) -> Self {
+        self.effect = effect;
+        self.annotations = effect.default_annotations();
+        self
+    }
+
+    /// Overrides the annotations (after `effect`).
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Sets a human title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds another name the tool answers to.
+    pub fn alias(mut self, alias: impl Into<String>) -> Self {
+        self.aliases.push(alias.into());
+        self
+    }
+
+    /// Declares that the input at `arg` (a JSON pointer) names a resource.
+    pub fn resource_key(mut self, arg: impl Into<String>, mode: AccessMode) -> Self {
+        self.execution.resource_keys.push(ResourceKey {
+            arg: arg.into(),
+            mode,
+        });
+        self
+    }
+
+    /// Makes every call run alone.
+    pub fn serial(mut self, serial: bool) -> Self {
+        self.execution.serial = serial;
+        self
+    }
+
+    /// Sets the output schema.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Sets the version (otherwise the module's version is used).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+}
+
+/// One call, host to tool.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CallRequest {
+    /// Echoed in the result; unique per call.
+    pub tool_call_id: String,
+    /// The tool's registered name (after alias resolution).
+    pub name: String,
+    /// The input, already validated against the schema by the host.
+    pub input: Value,
+    /// Time budget in milliseconds from the start of the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// Folder that relative paths in the input resolve against.
+    pub working_dir: String,
+}
+
+/// The outcome class of a call.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The tool did what was asked.
+    Success,
+    /// The input was malformed; fix it and retry.
+    ValidationError,
+    /// A policy refused the call.
+    PolicyDenied,
+    /// A human must approve the call and nobody could be asked.
+    ApprovalRequired,
+    /// The deadline passed.
+    Timeout,
+    /// Cancelled by the caller.
+    Cancelled,
+    /// The tool failed.
+    Error,
+}
+
+impl Status {
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::ValidationError => "validation_error",
+            Status::PolicyDenied => "policy_denied",
+            Status::ApprovalRequired => "approval_required",
+            Status::Timeout => "timeout",
+            Status::Cancelled => "cancelled",
+            Status::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Well-known error codes; tools may use their own as well.
+pub mod codes {
+    /// The tool panicked; the host kept running.
+    pub const PANICKED: &str = "panicked";
+    /// The input did not match the schema or the tool's own checks.
+    pub const INVALID_INPUT: &str = "invalid_input";
+    /// No tool by that name.
+    pub const UNKNOWN_TOOL: &str = "unknown_tool";
+    /// A policy denied the call.
+    pub const DENIED: &str = "denied";
+    /// Approval is needed.
+    pub const APPROVAL_REQUIRED: &str = "approval_required";
+    /// The deadline passed.
+    pub const TIMEOUT: &str = "timeout";
+    /// The call was cancelled.
+    pub const CANCELLED: &str = "cancelled";
+    /// Something was not found.
+    pub const NOT_FOUND: &str = "not_found";
+    /// An I/O operation failed.
+    pub const IO: &str = "io_error";
+    /// The tool answered something the host could not accept.
+    pub const INVALID_OUTPUT: &str = "invalid_output";
+    /// A bug or broken invariant.
+    pub const INTERNAL: &str = "internal";
+}
+
+/// Why a call failed, in words a model can act on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ErrorInfo {
+    /// Machine-readable code (see [`codes`]).
+    pub code: String,
+    /// What went wrong and what to do about it.
+    pub message: String,
+    /// Whether the same call may succeed if retried.
+    #[serde(default)]
+    pub retryable: bool,
+    /// Structured particulars (violations, candidates, sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+/// How much of an output was cut.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Truncation {
+    /// Bytes the output had.
+    pub original_bytes: u64,
+    /// Bytes that were kept (head plus tail).
+    pub kept_bytes: u64,
+}
+
+/// Facts about the call beside its output.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Metadata {
+    /// Wall time of the call in milliseconds.
+    #[serde(default)]
+    pub duration_ms: f64,
+    /// Set when the output was cut to fit a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+    /// Tool- and host-specific facts (`trust`, `final_url`, `module`…).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One call's outcome, tool to host to caller.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The outcome class.
+    pub status: Status,
+    /// `status == success`, for callers that want a bool.
+    #[serde(default)]
+    pub success: bool,
+    /// The output (on failure, whatever partial output exists).
+    #[serde(default)]
+    pub output: Value,
+    /// Set on every failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    /// Facts beside the output.
+    #[serde(default)]
+    pub metadata: Metadata,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn success(tool_call_id: impl Into<String>, output: Value) -> Self {
+        ToolResult {
+            tool_call_id: tool_call_id.into(),
+            status: Status::Success,
+            success: true,
+            output,
+            error: None,
+            metadata: Metadata::default(),
+        }
+    }
+
+    /// A failed result with the given status, code and message.
+    pub fn failure(
+        tool_call_id: impl Into<String>,
+        status: Status,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        ToolResult {
+            tool_call_id: tool_call_id.into(),
+            status,
+            success: status == Status::Success,
+            output: Value::Null,
+            error: Some(ErrorInfo {
+                code: code.into(),
+                message: message.into(),
+                retryable: matches!(status, Status::Timeout),
+                details: None,
+            }),
+            metadata: Metadata::default(),
+        }
+    }
+
+    /// Attaches structured details to the error.
+    pub fn with_details(mut self, details: Value) -> Self {
+        if let Some(error) = self.error.as_mut() {
+            error.details = Some(details);
+        }
+        self
+    }
+
+    /// The error message, or "" on success.
+    pub fn message(&self) -> &str {
+        self.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
+    }
+}
+
+/// What a library says about itself before it is mounted.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// The module's name (`filesystem`, `acme_tools`).
+    pub name: String,
+    /// The module's own semver version.
+    pub version: String,
+    /// One line on what the module offers.
+    #[serde(default)]
+    pub description: String,
+    /// The toolhost-core version the module was built against.
+    pub toolhost_core: String,
+}
+
+/// What `mount` receives: the plan's config plus facts about the host.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct MountEnvelope {
+    /// The `[tools.config]` table of the plan, as JSON, `${ENV}` expanded.
+    #[serde(default)]
+    pub config: Value,
+    /// Facts about the host.
+    #[serde(default)]
+    pub host: HostInfo,
+}
+
+/// Facts about the host a module may need while mounting.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct HostInfo {
+    /// The plan's working folder (absolute).
+    #[serde(default)]
+    pub working_dir: String,
+    /// The host's version.
+    #[serde(default)]
+    pub host_version: String,
+    /// A folder the module may keep state and scratch files in.
+    #[serde(default)]
+    pub state_dir: String,
+}

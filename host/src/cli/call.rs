@@ -1,0 +1,65 @@
+//! `toolhost call TOOL [JSON|-]`: one call through the pipeline.
+
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{print_stdout, EXIT_FAILED, EXIT_USAGE};
+use crate::cancel::CancelToken;
+use crate::host::Host;
+use crate::pipeline::{Call, Pipeline};
+
+#[derive(clap::Args, Debug)]
+pub(super) struct CallArgs {
+    /// Tool name or alias.
+    tool: String,
+    /// The input as JSON, or `-` to read it from stdin [default: {}].
+    input: Option<String>,
+    /// The call's id (echoed in the result).
+    #[arg(long)]
+    id: Option<String>,
+}
+
+pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) -> ExitCode {
+    let text = match args.input.as_deref() {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut buf = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
+                eprintln!("error: cannot read the input from stdin: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+            buf
+        }
+        Some(literal) => literal.to_string(),
+    };
+    let input: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: the input is not valid JSON: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let pipeline = Pipeline::new(host, shutdown);
+    let result = pipeline
+        .call(Call {
+            name: args.tool,
+            input,
+            tool_call_id: args.id,
+            ..Call::default()
+        })
+        .await;
+    let json = if std::io::stdout().is_terminal() {
+        serde_json::to_string_pretty(&result)
+    } else {
+        serde_json::to_string(&result)
+    };
+    print_stdout(&json.unwrap_or_default());
+    if result.success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILED)
+    }
+}

@@ -1,0 +1,48 @@
+//! `toolhost check`: load everything, report, exit 0 if all is well.
+
+use std::process::ExitCode;
+
+use super::{print_stdout, EXIT_FAILED};
+use crate::host::Host;
+use crate::plan::Plan;
+
+pub(super) fn run(plan: Plan) -> ExitCode {
+    let file = plan.file.display().to_string();
+    let working_dir = plan.working_dir.display().to_string();
+    let (host, reports) = Host::load(plan, true);
+    print_stdout(&format!("plan: {file}\nworking_dir: {working_dir}"));
+    let mut failed = 0;
+    for report in &reports {
+        match (&report.error, &report.loaded) {
+            (None, Some((name, version))) => {
+                let path = report.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                print_stdout(&format!(
+                    "ok    {name} {version} ({path}): {} tool(s) [{}]; load {:.2} ms, mount {:.2} ms",
+                    report.tools.len(),
+                    report.tools.join(", "),
+                    report.timings.0.as_secs_f64() * 1000.0,
+                    report.timings.1.as_secs_f64() * 1000.0,
+                ));
+            }
+            (Some(error), _) => {
+                failed += 1;
+                print_stdout(&format!("FAIL  {}: {error}", report.label));
+            }
+            (None, None) => {}
+        }
+    }
+    for tool in host.tools() {
+        if let Err(e) = tool.validator() {
+            failed += 1;
+            print_stdout(&format!("FAIL  {}: {e}", tool.name()));
+        }
+    }
+    host.shutdown();
+    if failed == 0 {
+        print_stdout(&format!("all {} module(s) mounted", reports.len()));
+        ExitCode::SUCCESS
+    } else {
+        print_stdout(&format!("{failed} problem(s)"));
+        ExitCode::from(EXIT_FAILED)
+    }
+}

@@ -1,0 +1,29 @@
+//! `toolhost describe TOOL`: the full spec, schema included.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::{print_stdout, EXIT_USAGE};
+use crate::host::Host;
+
+pub(super) fn run(host: &Host, name: &str) -> ExitCode {
+    let Some(tool) = host.tool(name) else {
+        let suggestions = host.suggest(name);
+        let hint = if suggestions.is_empty() {
+            "run `toolhost list` to see the tools".to_string()
+        } else {
+            format!("did you mean {}?", suggestions.join(", "))
+        };
+        eprintln!("error: unknown tool '{name}'; {hint}");
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let mut spec = serde_json::to_value(&tool.spec).unwrap_or_default();
+    spec["module"] = json!({
+        "name": tool.module.name,
+        "version": tool.module.version,
+        "path": tool.module.path,
+    });
+    print_stdout(&serde_json::to_string_pretty(&spec).unwrap_or_default());
+    ExitCode::SUCCESS
+}

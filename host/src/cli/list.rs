@@ -1,0 +1,49 @@
+//! `toolhost list [--json]`.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::print_stdout;
+use crate::host::Host;
+
+pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
+    let tools = host.tools();
+    if as_json {
+        let items: Vec<_> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.spec.name,
+                    "module": t.module.name,
+                    "effect": t.spec.effect,
+                    "summary": summary(&t.spec.description),
+                    "aliases": t.spec.aliases,
+                    "annotations": t.spec.annotations,
+                })
+            })
+            .collect();
+        print_stdout(&serde_json::to_string_pretty(&items).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let width = tools.iter().map(|t| t.spec.name.len()).max().unwrap_or(4);
+    let effect_width = tools.iter().map(|t| t.spec.effect.as_str().len()).max().unwrap_or(6);
+    for t in &tools {
+        print_stdout(&format!(
+            "{:width$}  {:effect_width$}  {}",
+            t.spec.name,
+            t.spec.effect.as_str(),
+            summary(&t.spec.description)
+        ));
+    }
+    ExitCode::SUCCESS
+}
+
+/// The first sentence (or line) of a description.
+pub(super) fn summary(description: &str) -> String {
+    let line = description.lines().next().unwrap_or("").trim();
+    match line.find(". ") {
+        Some(end) => line[..=end].to_string(),
+        None => line.to_string(),
+    }
+}

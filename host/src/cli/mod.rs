@@ -1,0 +1,158 @@
+//! The `toolhost` command line (pinned in DESIGN.md: scripts depend on it).
+//!
+//! Exit codes: 0 success, 1 the tool call failed (any non-success status),
+//! 2 usage or plan error. Results go to stdout, logs to stderr.
+
+mod call;
+mod check;
+mod describe;
+mod list;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::cancel::CancelToken;
+use crate::host::Host;
+use crate::logging::{self, LogFormat};
+use crate::plan::Plan;
+
+/// Loads tool modules from a mount plan and runs their tools.
+#[derive(Parser, Debug)]
+#[command(name = "toolhost", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// Mount plan [default: $TOOLHOST_PLAN, then mount-plans/default.toml]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+
+    /// Log line format on stderr (filter with RUST_LOG).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Load every module, report what mounted, exit 0 if all did, else 1.
+    Check,
+    /// List the tools with their effect and a one-line summary.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a tool's full spec, input schema included.
+    Describe {
+        /// Tool name or alias.
+        tool: String,
+    },
+    /// Run one call and print its ToolResult as JSON.
+    Call(call::CallArgs),
+}
+
+/// Exit code: the tool call failed.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: usage or plan error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Parses the arguments and runs the command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let code = runtime.block_on(run(cli));
+    // Abandoned tool threads (tools that ignored cancellation) must not keep
+    // the process alive.
+    runtime.shutdown_background();
+    code
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let plan = match load_plan(cli.plan.as_deref()) {
+        Ok(plan) => plan,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(match cli.command {
+                Command::Check => EXIT_FAILED,
+                _ => EXIT_USAGE,
+            });
+        }
+    };
+    if let Command::Check = cli.command {
+        return check::run(plan);
+    }
+    let host = match Host::open(plan) {
+        Ok(host) => Arc::new(host),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let shutdown = CancelToken::new();
+    let signal = Arc::new(AtomicI32::new(0));
+    watch_signals(shutdown.clone(), signal.clone());
+
+    let code = match cli.command {
+        Command::Check => unreachable_check(),
+        Command::List { json } => list::run(&host, json),
+        Command::Describe { tool } => describe::run(&host, &tool),
+        Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,
+    };
+    host.shutdown();
+    match signal.load(Ordering::SeqCst) {
+        0 => code,
+        sig => ExitCode::from(128u8.saturating_add(sig as u8)),
+    }
+}
+
+fn unreachable_check() -> ExitCode {
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// `--plan`, else `$TOOLHOST_PLAN`, else `mount-plans/default.toml`.
+fn load_plan(flag: Option<&std::path::Path>) -> Result<Plan, String> {
+    let path = match (flag, std::env::var_os("TOOLHOST_PLAN")) {
+        (Some(p), _) => p.to_path_buf(),
+        (None, Some(p)) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from("mount-plans/default.toml"),
+    };
+    Plan::load(&path).map_err(|e| e.to_string())
+}
+
+/// On SIGINT or SIGTERM: cancel the calls in flight (their results still
+/// print), then the normal path runs the cleanups and exits 128+signal.
+fn watch_signals(shutdown: CancelToken, signal: Arc<AtomicI32>) {
+    use tokio::signal::unix::{signal as listen, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (listen(SignalKind::interrupt()), listen(SignalKind::terminate())) else {
+        tracing::warn!("cannot listen for signals; Ctrl-C will not clean up");
+        return;
+    };
+    tokio::spawn(async move {
+        let sig = tokio::select! {
+            _ = int.recv() => libc::SIGINT,
+            _ = term.recv() => libc::SIGTERM,
+        };
+        tracing::info!(signal = sig, "signal received: cancelling calls in flight, then cleaning up");
+        signal.store(sig, Ordering::SeqCst);
+        shutdown.cancel();
+    });
+}
+
+/// Prints a line to stdout, ignoring a closed pipe (`toolhost list | head`).
+pub(crate) fn print_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}

@@ -1,0 +1,61 @@
+//! The host's side of the per-call context a running tool receives.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abi_stable::std_types::RStr;
+use serde_json::Value;
+use toolhost_core::abi::{FfiContext, NO_DEADLINE};
+
+use crate::cancel::CancelToken;
+use crate::loader::log_line;
+
+/// Where progress reports go (MCP progress notifications, a terminal bar).
+pub type ProgressSink = Arc<dyn Fn(Value) + Send + Sync>;
+
+/// Cancel token, deadline and callbacks for one call.
+pub struct CallContext {
+    /// Set on timeout, client cancel or shutdown.
+    pub cancel: CancelToken,
+    /// When the host stops waiting.
+    pub deadline: Option<Instant>,
+    /// Progress destination, if the caller asked for progress.
+    pub progress: Option<ProgressSink>,
+    /// Module name, for logs.
+    pub module: String,
+    /// Call id, for logs.
+    pub call_id: String,
+}
+
+impl FfiContext for CallContext {
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn wait_cancelled(&self, timeout_ms: u64) -> bool {
+        self.cancel.wait_blocking(Duration::from_millis(timeout_ms))
+    }
+
+    fn remaining_ms(&self) -> u64 {
+        match self.deadline {
+            Some(d) => u64::try_from(d.saturating_duration_since(Instant::now()).as_millis())
+                .unwrap_or(NO_DEADLINE - 1),
+            None => NO_DEADLINE,
+        }
+    }
+
+    fn progress(&self, json: RStr<'_>) {
+        if let Some(sink) = &self.progress {
+            let value = serde_json::from_str(json.as_str()).unwrap_or(Value::Null);
+            // A panic here would unwind into the module's frames and abort.
+            let run = std::panic::AssertUnwindSafe(|| sink(value));
+            if std::panic::catch_unwind(run).is_err() {
+                tracing::error!(call = %self.call_id, "a progress sink panicked");
+            }
+        }
+    }
+
+    fn log(&self, level: u8, message: RStr<'_>) {
+        log_line(&self.module, Some(&self.call_id), level, message.as_str());
+    }
+}

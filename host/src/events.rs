@@ -1,0 +1,67 @@
+//! The host's event bus: `tool:pre`, `tool:post`, `tool:error` and the
+//! events modules contribute, delivered to in-process observers.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+/// An observer: called synchronously with the event name and payload. Keep it
+/// quick; it runs on the caller's thread.
+pub type Observer = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
+/// Event names the host itself emits.
+pub const HOST_EVENTS: [&str; 3] = ["tool:pre", "tool:post", "tool:error"];
+
+/// Known event names and their observers.
+#[derive(Default)]
+pub struct EventBus {
+    names: RwLock<BTreeSet<String>>,
+    observers: RwLock<Vec<Observer>>,
+}
+
+impl EventBus {
+    /// A bus that knows the host's own events.
+    pub fn new() -> Arc<Self> {
+        let bus = EventBus::default();
+        if let Ok(mut names) = bus.names.write() {
+            names.extend(HOST_EVENTS.iter().map(|s| s.to_string()));
+        }
+        Arc::new(bus)
+    }
+
+    /// Declares event names (from a module's `contribute_events`).
+    pub fn contribute(&self, names: impl IntoIterator<Item = String>) {
+        if let Ok(mut known) = self.names.write() {
+            known.extend(names);
+        }
+    }
+
+    /// Every known event name, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.names.read().map(|n| n.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Adds an observer of every event.
+    pub fn subscribe(&self, observer: Observer) {
+        if let Ok(mut observers) = self.observers.write() {
+            observers.push(observer);
+        }
+    }
+
+    /// Delivers an event to every observer; an observer that panics is
+    /// logged and skipped, never propagated into a module.
+    pub fn emit(&self, event: &str, payload: &Value) {
+        tracing::debug!(target: "toolhost::events", event, %payload, "event");
+        let observers = match self.observers.read() {
+            Ok(o) if !o.is_empty() => o.clone(),
+            _ => return,
+        };
+        for observer in observers {
+            let run = std::panic::AssertUnwindSafe(|| observer(event, payload));
+            if std::panic::catch_unwind(run).is_err() {
+                tracing::error!(event, "an event observer panicked");
+            }
+        }
+    }
+}

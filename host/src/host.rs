@@ -1,0 +1,166 @@
+//! The host: a plan's modules, mounted in order, their tools in a registry,
+//! and cleanup in reverse order on exit.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use crate::events::EventBus;
+use crate::loader::{self, MountedModule};
+use crate::plan::Plan;
+use crate::registry::Registry;
+use crate::tool::MountedTool;
+
+/// What happened to one `[[tools]]` entry, for `check` and errors.
+#[derive(Debug, Clone)]
+pub struct ModuleReport {
+    /// The entry's label (module name or file).
+    pub label: String,
+    /// The module's name and version, when it loaded.
+    pub loaded: Option<(String, String)>,
+    /// Its library file, when found.
+    pub path: Option<std::path::PathBuf>,
+    /// Names of the tools it mounted.
+    pub tools: Vec<String>,
+    /// Time to load and to mount.
+    pub timings: (Duration, Duration),
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+}
+
+/// A plan that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.join("\n"))]
+pub struct LoadError(pub Vec<String>);
+
+/// A loaded plan.
+pub struct Host {
+    /// The plan it was loaded from.
+    pub plan: Plan,
+    /// Events from the pipeline and the modules.
+    pub events: Arc<EventBus>,
+    registry: RwLock<Registry>,
+    modules: Mutex<Vec<MountedModule>>,
+}
+
+impl Host {
+    /// Loads every module of the plan; the first failure unloads what was
+    /// mounted (in reverse order) and returns the error.
+    pub fn open(plan: Plan) -> Result<Host, LoadError> {
+        let (host, reports) = Host::load(plan, false);
+        let errors: Vec<String> = reports.into_iter().filter_map(|r| r.error).collect();
+        if errors.is_empty() {
+            Ok(host)
+        } else {
+            host.shutdown();
+            Err(LoadError(errors))
+        }
+    }
+
+    /// Loads the plan's modules in order. With `keep_going`, a failed module
+    /// is reported and the rest still load (for `check`).
+    pub fn load(plan: Plan, keep_going: bool) -> (Host, Vec<ModuleReport>) {
+        let host = Host {
+            events: EventBus::new(),
+            registry: RwLock::new(Registry::default()),
+            modules: Mutex::new(Vec::new()),
+            plan,
+        };
+        let mut reports = Vec::new();
+        for entry in &host.plan.tools {
+            let mut report = ModuleReport {
+                label: entry.label(),
+                loaded: None,
+                path: None,
+                tools: Vec::new(),
+                timings: (Duration::ZERO, Duration::ZERO),
+                error: None,
+            };
+            match loader::mount(entry, &host.plan, &host.events) {
+                Ok(module) => {
+                    report.loaded = Some((module.info.name.clone(), module.info.version.clone()));
+                    report.path = Some(module.info.path.clone());
+                    report.timings = (module.load_time, module.mount_time);
+                    report.tools = module.tools.iter().map(|t| t.spec.name.clone()).collect();
+                    let added = host
+                        .registry
+                        .write()
+                        .map_err(|_| "registry lock poisoned".to_string())
+                        .and_then(|mut r| r.add_all(&module.tools));
+                    match added {
+                        Ok(()) => host.push_module(module),
+                        Err(e) => report.error = Some(e), // `module` drops here: its cleanup runs
+                    }
+                }
+                Err(e) => report.error = Some(e),
+            }
+            let failed = report.error.is_some();
+            reports.push(report);
+            if failed && !keep_going {
+                return (host, reports);
+            }
+        }
+        if let Err(e) = host.add_plan_aliases() {
+            reports.push(ModuleReport {
+                label: "[policy]".into(),
+                loaded: None,
+                path: None,
+                tools: Vec::new(),
+                timings: (Duration::ZERO, Duration::ZERO),
+                error: Some(e),
+            });
+        }
+        (host, reports)
+    }
+
+    fn push_module(&self, module: MountedModule) {
+        if let Ok(mut modules) = self.modules.lock() {
+            modules.push(module);
+        }
+    }
+
+    fn add_plan_aliases(&self) -> Result<(), String> {
+        let mut registry = self.registry.write().map_err(|_| "registry lock poisoned".to_string())?;
+        for (tool, rule) in &self.plan.policy.tools {
+            for alias in &rule.aliases {
+                registry.add_alias(alias, tool)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The tool a name or alias refers to.
+    pub fn tool(&self, name: &str) -> Option<Arc<MountedTool>> {
+        self.registry.read().ok().and_then(|r| r.get(name).cloned())
+    }
+
+    /// Names close to `name`, for "did you mean".
+    pub fn suggest(&self, name: &str) -> Vec<String> {
+        self.registry.read().map(|r| r.suggest(name)).unwrap_or_default()
+    }
+
+    /// Every tool, sorted by name.
+    pub fn tools(&self) -> Vec<Arc<MountedTool>> {
+        self.registry.read().map(|r| r.tools()).unwrap_or_default()
+    }
+
+    /// Drops each module's tools and runs its cleanup, in reverse mount
+    /// order. Idempotent; also runs on drop.
+    pub fn shutdown(&self) {
+        let mut modules = match self.modules.lock() {
+            Ok(mut m) => std::mem::take(&mut *m),
+            Err(_) => return,
+        };
+        while let Some(mut module) = modules.pop() {
+            if let Ok(mut registry) = self.registry.write() {
+                registry.remove_module(&module.info);
+            }
+            module.cleanup();
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

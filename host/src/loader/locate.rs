@@ -1,0 +1,48 @@
+//! Finding a module's library file by name on the module path.
+
+use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+use std::path::{Path, PathBuf};
+
+/// File names a module called `name` may have, most specific first:
+/// `libtoolhost_<name>.so`, then `lib<name>.so` (dashes become underscores,
+/// as cargo does for library names).
+pub fn candidate_files(name: &str) -> [String; 2] {
+    let stem = name.replace('-', "_");
+    [
+        format!("{DLL_PREFIX}toolhost_{stem}{DLL_SUFFIX}"),
+        format!("{DLL_PREFIX}{stem}{DLL_SUFFIX}"),
+    ]
+}
+
+/// The first existing candidate on `search`, or a message saying where it
+/// looked and how to fix it.
+pub fn find(name: &str, search: &[PathBuf]) -> Result<PathBuf, String> {
+    let files = candidate_files(name);
+    for dir in search {
+        for file in &files {
+            let path = dir.join(file);
+            if path.is_file() {
+                return Ok(path);
+            }
+        }
+    }
+    let dirs = if search.is_empty() {
+        "no folders (module_path is empty and TOOLHOST_MODULE_PATH is unset)".to_string()
+    } else {
+        search.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+    };
+    Err(format!(
+        "module '{name}' not found: looked for {} in {dirs}. Build the module (cargo build --release), \
+         add its folder to host.module_path or TOOLHOST_MODULE_PATH, or give `path = \"…\"` in the plan",
+        files.join(" or ")
+    ))
+}
+
+/// Whether `path` names an existing regular file.
+pub fn exists(path: &Path) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(format!("module file {} is not a regular file", path.display())),
+        Err(e) => Err(format!("module file {} cannot be read: {e}", path.display())),
+    }
+}

@@ -1,0 +1,146 @@
+//! Stage 6, execute: the module's `execute` on a blocking thread, under the
+//! deadline, with the cancel token set on timeout, client cancel or shutdown.
+//!
+//! A tool that ignores the token cannot be pre-empted in-process: after a
+//! grace period the host answers without it and the thread is abandoned.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::sabi_types::RRef;
+use serde_json::json;
+use toolhost_core::abi::FfiContext_TO;
+use toolhost_core::wire::codes;
+use toolhost_core::{CallRequest, Status, ToolResult};
+
+use crate::cancel::CancelToken;
+use crate::context::{CallContext, ProgressSink};
+use crate::tool::MountedTool;
+
+/// How one call is to run.
+pub struct Limits {
+    /// Time the tool gets.
+    pub timeout: Duration,
+    /// Time a cancelled tool gets to stop and answer.
+    pub grace: Duration,
+}
+
+/// Runs the call and returns the tool's result (or the host's, on timeout).
+pub async fn run(
+    tool: Arc<MountedTool>,
+    request: CallRequest,
+    limits: Limits,
+    cancel: CancelToken,
+    shutdown: &CancelToken,
+    progress: Option<ProgressSink>,
+) -> ToolResult {
+    let id = request.tool_call_id.clone();
+    let _permit = match &tool.module.limit {
+        Some(limit) => match limit.clone().acquire_owned().await {
+            Ok(permit) => Some(permit),
+            Err(_) => return ToolResult::failure(&id, Status::Cancelled, codes::CANCELLED, "the host is shutting down"),
+        },
+        None => None,
+    };
+    let deadline = Instant::now() + limits.timeout;
+    let ctx = Arc::new(CallContext {
+        cancel: cancel.clone(),
+        deadline: Some(deadline),
+        progress,
+        module: tool.module.name.clone(),
+        call_id: id.clone(),
+    });
+    let call_json = match serde_json::to_string(&request) {
+        Ok(json) => json,
+        Err(e) => return ToolResult::failure(&id, Status::Error, codes::INTERNAL, e.to_string()),
+    };
+    let task = {
+        let tool = tool.clone();
+        let ctx = ctx.clone();
+        tokio::task::spawn_blocking(move || {
+            let ffi = FfiContext_TO::from_ptr(RRef::new(&*ctx), TD_Opaque);
+            tool.execute_blocking(&call_json, ffi)
+        })
+    };
+    tokio::pin!(task);
+
+    let why = tokio::select! {
+        biased;
+        joined = &mut task => return parse(joined, &id),
+        _ = tokio::time::sleep_until(deadline.into()) => Status::Timeout,
+        _ = cancel.cancelled() => Status::Cancelled,
+        _ = shutdown.cancelled() => Status::Cancelled,
+    };
+    cancel.cancel();
+    let secs = limits.timeout.as_secs_f64();
+    match tokio::time::timeout(limits.grace, &mut task).await {
+        Ok(joined) => {
+            let mut result = parse(joined, &id);
+            if why == Status::Timeout && result.status == Status::Cancelled {
+                result.status = Status::Timeout;
+                result.error = Some(toolhost_core::ErrorInfo {
+                    code: codes::TIMEOUT.into(),
+                    message: format!(
+                        "'{}' timed out after {secs}s and was stopped; partial output is kept. \
+                         Retry with a smaller task or a longer timeout",
+                        tool.name()
+                    ),
+                    retryable: true,
+                    details: None,
+                });
+            }
+            result
+        }
+        Err(_) => {
+            tracing::warn!(tool = tool.name(), call = %id, "tool ignored cancellation; abandoning its thread");
+            let (code, what) = match why {
+                Status::Timeout => (codes::TIMEOUT, format!("timed out after {secs}s")),
+                _ => (codes::CANCELLED, "was cancelled".to_string()),
+            };
+            let mut result = ToolResult::failure(
+                &id,
+                why,
+                code,
+                format!(
+                    "'{}' {what} and did not stop within {:.1}s; its result is abandoned",
+                    tool.name(),
+                    limits.grace.as_secs_f64()
+                ),
+            );
+            result.metadata.extra.insert("abandoned".into(), json!(true));
+            result
+        }
+    }
+}
+
+/// The tool's JSON result, checked; a malformed one becomes an error.
+fn parse(joined: Result<String, tokio::task::JoinError>, id: &str) -> ToolResult {
+    let text = match joined {
+        Ok(text) => text,
+        Err(e) => {
+            return ToolResult::failure(id, Status::Error, codes::INTERNAL, format!("the call's thread failed: {e}"))
+        }
+    };
+    match serde_json::from_str::<ToolResult>(&text) {
+        Ok(mut result) => {
+            result.tool_call_id = id.to_string();
+            result.success = result.status == Status::Success;
+            if !result.success && result.error.is_none() {
+                result.error = Some(toolhost_core::ErrorInfo {
+                    code: codes::INVALID_OUTPUT.into(),
+                    message: format!("the tool reported {} without an error message", result.status),
+                    retryable: false,
+                    details: None,
+                });
+            }
+            result
+        }
+        Err(e) => ToolResult::failure(
+            id,
+            Status::Error,
+            codes::INVALID_OUTPUT,
+            format!("the tool answered with a malformed result: {e}"),
+        ),
+    }
+}

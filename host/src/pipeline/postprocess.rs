@@ -1,0 +1,177 @@
+//! Stage 7, post-process: bound the output so one result cannot flood a
+//! model's context. Long strings keep their head and tail and say how much
+//! was cut; `metadata.truncated` carries the sizes.
+
+use serde_json::Value;
+use toolhost_core::wire::Truncation;
+use toolhost_core::ToolResult;
+
+/// Cuts `result.output` to at most about `max` serialized bytes.
+pub fn bound(mut result: ToolResult, max: usize) -> ToolResult {
+    let original = json_len(&result.output);
+    if original <= max {
+        return result;
+    }
+    let output = std::mem::take(&mut result.output);
+    let mut shrunk = shrink_leaves(output.clone(), original, max);
+    if json_len(&shrunk) > max {
+        // The structure itself is too big (say, 100,000 small items): keep
+        // the head and tail of its JSON text instead.
+        let text = serde_json::to_string(&output).unwrap_or_default();
+        shrunk = Value::String(head_tail(&text, max.saturating_sub(200)));
+    }
+    let kept = json_len(&shrunk);
+    result.output = shrunk;
+    result.metadata.truncated = Some(Truncation {
+        original_bytes: original as u64,
+        kept_bytes: kept as u64,
+    });
+    result
+}
+
+fn json_len(value: &Value) -> usize {
+    serde_json::to_vec(value).map(|v| v.len()).unwrap_or(0)
+}
+
+/// Cuts the longest strings down to a common cap ("water filling") so the
+/// whole fits, leaving short fields untouched.
+fn shrink_leaves(value: Value, original: usize, max: usize) -> Value {
+    let mut lengths = Vec::new();
+    collect_lengths(&value, &mut lengths);
+    let strings: usize = lengths.iter().sum();
+    let structure = original.saturating_sub(strings);
+    let markers = lengths.len() * MARKER_ROOM;
+    let Some(budget) = max.checked_sub(structure + markers.min(max / 2)) else {
+        return value;
+    };
+    lengths.sort_unstable();
+    // Largest cap c with sum(min(len, c)) <= budget.
+    let mut remaining = budget;
+    let mut cap = 0;
+    let count = lengths.len();
+    for (i, len) in lengths.iter().enumerate() {
+        let left = count - i;
+        if len * left <= remaining {
+            remaining -= len;
+            cap = *len;
+        } else {
+            cap = remaining / left;
+            break;
+        }
+    }
+    cut_leaves(value, cap)
+}
+
+const MARKER_ROOM: usize = 96;
+
+fn collect_lengths(value: &Value, out: &mut Vec<usize>) {
+    match value {
+        Value::String(s) => out.push(s.len()),
+        Value::Array(items) => items.iter().for_each(|v| collect_lengths(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_lengths(v, out)),
+        _ => {}
+    }
+}
+
+fn cut_leaves(value: Value, cap: usize) -> Value {
+    match value {
+        Value::String(s) if s.len() > cap => Value::String(head_tail(&s, cap)),
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| cut_leaves(v, cap)).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, cut_leaves(v, cap))).collect()),
+        other => other,
+    }
+}
+
+/// The first ~60% and last ~40% of `keep` bytes of `text`, with a marker
+/// saying how much was cut. Cuts on char (and, nearby, line) boundaries.
+pub fn head_tail(text: &str, keep: usize) -> String {
+    if text.len() <= keep {
+        return text.to_string();
+    }
+    let head_len = keep * 3 / 5;
+    let tail_len = keep - head_len;
+    let mut head_end = floor_boundary(text, head_len);
+    if let Some(nl) = text[..head_end].rfind('\n') {
+        if head_end - nl < 200 {
+            head_end = nl + 1;
+        }
+    }
+    let mut tail_start = ceil_boundary(text, text.len() - tail_len);
+    if let Some(nl) = text[tail_start..].find('\n') {
+        if nl < 200 && tail_start + nl + 1 < text.len() {
+            tail_start += nl + 1;
+        }
+    }
+    let cut = tail_start - head_end;
+    format!(
+        "{}\n[… {cut} bytes cut from the middle of {} …]\n{}",
+        &text[..head_end],
+        text.len(),
+        &text[tail_start..]
+    )
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn small_outputs_pass_untouched() {
+        let r = bound(ToolResult::success("1", json!({"a": "b"})), 1024);
+        assert_eq!(r.output, json!({"a": "b"}));
+        assert!(r.metadata.truncated.is_none());
+    }
+
+    #[test]
+    fn long_string_keeps_head_and_tail() {
+        let text = format!("HEAD{}TAIL", "x".repeat(50_000));
+        let r = bound(ToolResult::success("1", json!(text)), 2048);
+        let out = r.output.as_str().unwrap();
+        assert!(out.starts_with("HEAD") && out.ends_with("TAIL"), "{out}");
+        assert!(out.contains("bytes cut from the middle"));
+        let t = r.metadata.truncated.unwrap();
+        assert_eq!(t.original_bytes, 50_010);
+        assert!(t.kept_bytes <= 2048, "{t:?}");
+    }
+
+    #[test]
+    fn objects_cut_only_their_long_fields() {
+        let v = json!({"exit_code": 0, "stdout": "o".repeat(40_000), "stderr": "short"});
+        let r = bound(ToolResult::success("1", v), 4096);
+        assert_eq!(r.output["exit_code"], 0);
+        assert_eq!(r.output["stderr"], "short");
+        assert!(r.output["stdout"].as_str().unwrap().len() < 4096);
+        assert!(json_len(&r.output) <= 4096);
+    }
+
+    #[test]
+    fn many_small_items_fall_back_to_text() {
+        let v = Value::Array((0..20_000).map(|i| json!(i)).collect());
+        let r = bound(ToolResult::success("1", v), 2048);
+        assert!(r.output.is_string());
+        assert!(json_len(&r.output) <= 2048);
+    }
+
+    #[test]
+    fn multibyte_text_is_cut_on_char_boundaries() {
+        let text = "é".repeat(10_000);
+        let r = bound(ToolResult::success("1", json!(text)), 1500);
+        assert!(r.output.as_str().unwrap().contains('é'));
+    }
+}

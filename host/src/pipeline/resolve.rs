@@ -1,0 +1,30 @@
+//! Stage 1, resolve: a name or alias to a mounted tool. An unknown name
+//! answers with the closest names, so a model can correct itself.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolhost_core::wire::codes;
+use toolhost_core::{Status, ToolResult};
+
+use crate::host::Host;
+use crate::tool::MountedTool;
+
+/// The tool `name` refers to, or an `unknown_tool` result with suggestions.
+pub fn tool(host: &Host, id: &str, name: &str) -> Result<Arc<MountedTool>, ToolResult> {
+    host.tool(name).ok_or_else(|| {
+        let suggestions = host.suggest(name);
+        let hint = match suggestions.as_slice() {
+            [] => "run `toolhost list` to see the tools".to_string(),
+            [one] => format!("did you mean {one}?"),
+            many => format!("did you mean one of: {}?", many.join(", ")),
+        };
+        ToolResult::failure(
+            id,
+            Status::Error,
+            codes::UNKNOWN_TOOL,
+            format!("unknown tool '{name}'; {hint}"),
+        )
+        .with_details(json!({ "suggestions": suggestions }))
+    })
+}

@@ -1,0 +1,304 @@
+//! Mount plans: the TOML file that says which modules to load, with what
+//! config, under which policy.
+//!
+//! Every key the host does not know is an error with file, line and column;
+//! relative paths resolve against the plan file's folder.
+
+mod env_expand;
+mod schema;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+pub use schema::{Decision, HostSection, PolicySection, ToolRule, ToolsEntry};
+
+/// A plan ready to load: parsed, checked, with paths made absolute.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The plan file.
+    pub file: PathBuf,
+    /// Host settings, paths absolute.
+    pub host: HostSection,
+    /// The `working_dir` tools resolve relative paths against (absolute).
+    pub working_dir: PathBuf,
+    /// Folders searched for modules, TOOLHOST_MODULE_PATH entries first.
+    pub module_path: Vec<PathBuf>,
+    /// Modules to mount, in order, with configs expanded to JSON.
+    pub tools: Vec<ModuleEntry>,
+    /// Policy rules.
+    pub policy: PolicySection,
+}
+
+/// One `[[tools]]` entry, ready to load.
+#[derive(Debug, Clone)]
+pub struct ModuleEntry {
+    /// Position in the plan (for messages).
+    pub index: usize,
+    /// How to find the library.
+    pub source: ModuleSource,
+    /// Semver requirement on the module's version.
+    pub version: Option<semver::VersionReq>,
+    /// Namespace for the module's tool names.
+    pub prefix: String,
+    /// `[tools.config]` as JSON, `${ENV}` expanded.
+    pub config: Value,
+    /// At most this many of the module's calls run at once.
+    pub max_concurrent: Option<usize>,
+}
+
+/// Where a module's library comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModuleSource {
+    /// Found by name on the module path.
+    Name(String),
+    /// An explicit file.
+    Path(PathBuf),
+}
+
+impl ModuleEntry {
+    /// A short label for messages: the name, or the file.
+    pub fn label(&self) -> String {
+        match &self.source {
+            ModuleSource::Name(name) => name.clone(),
+            ModuleSource::Path(path) => path.display().to_string(),
+        }
+    }
+}
+
+/// A plan that cannot be used, with where and why.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The file could not be read.
+    #[error("cannot read plan {file}: {source}")]
+    Read {
+        /// The plan file.
+        file: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Syntax, unknown key or wrong type, located.
+    #[error("{file}:{line}:{column}: {message}")]
+    Syntax {
+        /// The plan file.
+        file: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value that parses but makes no sense.
+    #[error("{file}: {message}")]
+    Invalid {
+        /// The plan file.
+        file: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Plan {
+    /// Reads and checks a plan file.
+    pub fn load(file: &Path) -> Result<Plan, PlanError> {
+        let text = std::fs::read_to_string(file).map_err(|source| PlanError::Read {
+            file: file.to_path_buf(),
+            source,
+        })?;
+        Plan::parse(&text, file)
+    }
+
+    /// Parses plan text as if read from `file` (for messages and relative paths).
+    pub fn parse(text: &str, file: &Path) -> Result<Plan, PlanError> {
+        let raw: schema::PlanFile = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map(|span| line_column(text, span.start))
+                .unwrap_or((1, 1));
+            PlanError::Syntax {
+                file: file.to_path_buf(),
+                line,
+                column,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        let invalid = |message: String| PlanError::Invalid {
+            file: file.to_path_buf(),
+            message,
+        };
+        let base = file
+            .parent()
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .unwrap_or(Path::new("."));
+        let base = std::path::absolute(base).map_err(|e| invalid(format!("cannot resolve the plan's folder: {e}")))?;
+        let resolve = |p: &str| -> Result<PathBuf, PlanError> {
+            let expanded = env_expand::expand_str(p).map_err(|e| invalid(e.to_string()))?;
+            let expanded = expand_home(&expanded);
+            Ok(normalize(&base.join(expanded)))
+        };
+
+        let working_dir = match &raw.host.working_dir {
+            Some(dir) => resolve(dir)?,
+            None => std::env::current_dir()
+                .map_err(|e| invalid(format!("cannot read the current folder: {e}")))?,
+        };
+        let mut module_path: Vec<PathBuf> = std::env::var_os("TOOLHOST_MODULE_PATH")
+            .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+            .unwrap_or_default();
+        for dir in &raw.host.module_path {
+            module_path.push(resolve(dir)?);
+        }
+
+        let mut tools = Vec::with_capacity(raw.tools.len());
+        for (index, entry) in raw.tools.iter().enumerate() {
+            let which = format!("[[tools]] #{}", index + 1);
+            let source = match (&entry.module, &entry.path) {
+                (Some(name), None) => {
+                    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                        return Err(invalid(format!(
+                            "{which}: module name '{name}' must be letters, digits, '_' or '-'"
+                        )));
+                    }
+                    ModuleSource::Name(name.clone())
+                }
+                (None, Some(path)) => ModuleSource::Path(resolve(path)?),
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!("{which}: give either `module` or `path`, not both")))
+                }
+                (None, None) => {
+                    return Err(invalid(format!("{which}: needs `module = \"name\"` or `path = \"file\"`")))
+                }
+            };
+            let version = entry
+                .version
+                .as_deref()
+                .map(|req| {
+                    semver::VersionReq::parse(req)
+                        .map_err(|e| invalid(format!("{which}: version requirement '{req}' is not semver: {e}")))
+                })
+                .transpose()?;
+            let config = serde_json::to_value(&entry.config)
+                .map_err(|e| invalid(format!("{which}: config cannot be converted to JSON: {e}")))?;
+            let config = env_expand::expand_value(config)
+                .map_err(|e| invalid(format!("{which}: config: {e}")))?;
+            if entry.max_concurrent == Some(0) {
+                return Err(invalid(format!("{which}: max_concurrent must be at least 1")));
+            }
+            tools.push(ModuleEntry {
+                index,
+                source,
+                version,
+                prefix: entry.prefix.clone().unwrap_or_default(),
+                config,
+                max_concurrent: entry.max_concurrent,
+            });
+        }
+
+        let mut host = raw.host;
+        if let Some(log) = &host.audit_log {
+            host.audit_log = Some(resolve(log)?.to_string_lossy().into_owned());
+        }
+        if let Some(dir) = &host.state_dir {
+            host.state_dir = Some(resolve(dir)?.to_string_lossy().into_owned());
+        }
+        if host.max_output_bytes < 1024 {
+            return Err(invalid("host.max_output_bytes must be at least 1024".into()));
+        }
+
+        Ok(Plan {
+            file: file.to_path_buf(),
+            host,
+            working_dir,
+            module_path,
+            tools,
+            policy: raw.policy,
+        })
+    }
+
+    /// The folder for state (idempotency store, scratch): `host.state_dir`,
+    /// or `.toolhost` beside the plan.
+    pub fn state_dir(&self) -> PathBuf {
+        match &self.host.state_dir {
+            Some(dir) => PathBuf::from(dir),
+            None => self
+                .file
+                .parent()
+                .map(|p| p.join(".toolhost"))
+                .unwrap_or_else(|| PathBuf::from(".toolhost")),
+        }
+    }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, column)
+}
+
+/// `~` and `~/x` to the home folder.
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix('~'), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            PathBuf::from(home).join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Removes `.` and resolves `..` lexically (the plan names folders that may
+/// not exist yet, so `canonicalize` is not an option here).
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_located() {
+        let err = Plan::parse("[host]\nbogus = 1\n", Path::new("/tmp/p.toml")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("/tmp/p.toml:2:1: "), "{text}");
+        assert!(text.contains("bogus"), "{text}");
+    }
+
+    #[test]
+    fn wrong_type_is_located() {
+        let err = Plan::parse("[host]\ndefault_timeout_secs = \"soon\"\n", Path::new("p.toml")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("p.toml:2:24: "), "{text}");
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_plan() {
+        let plan = Plan::parse(
+            "[host]\nworking_dir = \"..\"\nmodule_path = [\"lib\"]\n[[tools]]\npath = \"x/liba.so\"\n",
+            Path::new("/srv/plans/p.toml"),
+        )
+        .unwrap();
+        assert_eq!(plan.working_dir, PathBuf::from("/srv"));
+        assert!(plan.module_path.ends_with(&[PathBuf::from("/srv/plans/lib")]));
+        assert_eq!(plan.tools[0].source, ModuleSource::Path("/srv/plans/x/liba.so".into()));
+    }
+
+    #[test]
+    fn module_and_path_are_exclusive() {
+        let err = Plan::parse("[[tools]]\nmodule = \"a\"\npath = \"b\"\n", Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("not both"));
+    }
+}

@@ -1,0 +1,130 @@
+//! The plan file's shape, as serde types. Unknown keys are errors.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use toolhost_core::Effect;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PlanFile {
+    #[serde(default)]
+    pub host: HostSection,
+    #[serde(default)]
+    pub tools: Vec<ToolsEntry>,
+    #[serde(default)]
+    pub policy: PolicySection,
+}
+
+/// `[host]`: settings of the host itself.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSection {
+    /// Where tool inputs' relative paths resolve (default: the current folder).
+    pub working_dir: Option<String>,
+    /// Deadline for a call when neither the tool nor the plan says otherwise.
+    #[serde(default = "default_timeout_secs")]
+    pub default_timeout_secs: u64,
+    /// Cap on one result's output, after the tool's own limits.
+    #[serde(default = "default_max_output_bytes")]
+    pub max_output_bytes: u64,
+    /// Folders searched for modules by name (after TOOLHOST_MODULE_PATH).
+    #[serde(default)]
+    pub module_path: Vec<String>,
+    /// JSONL audit log, one record per call.
+    pub audit_log: Option<String>,
+    /// Folder for host state (default: `.toolhost` beside the plan).
+    pub state_dir: Option<String>,
+    /// How long a cancelled tool may take to stop before it is abandoned.
+    #[serde(default = "default_cancel_grace_ms")]
+    pub cancel_grace_ms: u64,
+}
+
+impl Default for HostSection {
+    fn default() -> Self {
+        HostSection {
+            working_dir: None,
+            default_timeout_secs: default_timeout_secs(),
+            max_output_bytes: default_max_output_bytes(),
+            module_path: Vec::new(),
+            audit_log: None,
+            state_dir: None,
+            cancel_grace_ms: default_cancel_grace_ms(),
+        }
+    }
+}
+
+fn default_timeout_secs() -> u64 {
+    120
+}
+
+fn default_max_output_bytes() -> u64 {
+    100 * 1024
+}
+
+fn default_cancel_grace_ms() -> u64 {
+    3000
+}
+
+/// `[[tools]]`: one module to mount.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsEntry {
+    /// Module name, found as `libtoolhost_<name>.so` on the module path.
+    pub module: Option<String>,
+    /// Or an explicit library file.
+    pub path: Option<String>,
+    /// Semver requirement on the module's version.
+    pub version: Option<String>,
+    /// Namespace for the module's tool names and aliases.
+    pub prefix: Option<String>,
+    /// Handed to the module's mount as JSON; `${ENV}` expands.
+    #[serde(default)]
+    pub config: toml::Table,
+    /// At most this many of the module's calls run at once.
+    pub max_concurrent: Option<usize>,
+}
+
+/// allow, ask or deny.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the call.
+    #[default]
+    Allow,
+    /// Ask a human first (or answer `approval_required`).
+    Ask,
+    /// Refuse the call.
+    Deny,
+}
+
+/// `[policy]`: who may run what.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySection {
+    /// Decision when no rule matches.
+    #[serde(default)]
+    pub default: Decision,
+    /// Rules by effect (`irreversible = "ask"`).
+    #[serde(default)]
+    pub effects: BTreeMap<Effect, Decision>,
+    /// Rules by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolRule>,
+}
+
+/// `[policy.tools.NAME]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRule {
+    /// Overrides the effect rules and the default.
+    pub decision: Option<Decision>,
+    /// Deadline for this tool's calls.
+    pub timeout_secs: Option<u64>,
+    /// More names for the tool.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// At most this many calls per host process.
+    pub max_calls: Option<u64>,
+}

@@ -1,0 +1,137 @@
+//! Shared harness for the integration tests: a temp folder with a plan, and
+//! the real `toolhost` binary pointed at the real cdylibs.
+//!
+//! The modules must be built first (`cargo build --workspace`, which the
+//! README's test command does); the harness says so if they are missing.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// The folder holding the `toolhost` binary and the module libraries.
+pub fn target_dir() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_toolhost"));
+    bin.parent().expect("binary has a folder").to_path_buf()
+}
+
+/// The path of a module library in the target folder, checked to exist.
+pub fn module_file(crate_lib_name: &str) -> PathBuf {
+    let path = target_dir().join(format!("lib{crate_lib_name}.so"));
+    assert!(
+        path.is_file(),
+        "{} is missing: build the modules first with `cargo build --workspace` (the README's test command does)",
+        path.display()
+    );
+    path
+}
+
+/// A scratch folder with a plan in it.
+pub struct Env {
+    /// Keeps the folder alive.
+    pub dir: tempfile::TempDir,
+    /// The plan file.
+    pub plan: PathBuf,
+}
+
+impl Env {
+    /// A temp folder with `plan.toml` holding `plan`. The plan's working_dir
+    /// defaults to the folder itself (the harness runs commands there).
+    pub fn new(plan: &str) -> Env {
+        module_file("toolhost_fixture");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let plan_path = dir.path().join("plan.toml");
+        std::fs::write(&plan_path, plan).expect("write plan");
+        Env { dir, plan: plan_path }
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Rewrites the plan.
+    pub fn set_plan(&self, plan: &str) {
+        std::fs::write(&self.plan, plan).expect("write plan");
+    }
+
+    /// `toolhost --plan <plan>` with the module path set and logs at info.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        cmd.arg("--plan")
+            .arg(&self.plan)
+            .current_dir(self.dir.path())
+            .env("TOOLHOST_MODULE_PATH", target_dir())
+            .env("RUST_LOG", "info")
+            .env_remove("TOOLHOST_PLAN")
+            .env_remove("RUST_BACKTRACE")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `toolhost <args…>` to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().expect("run toolhost")
+    }
+
+    /// `toolhost call TOOL JSON`: the parsed result and the exit code.
+    pub fn call(&self, tool: &str, input: Value) -> Called {
+        let out = self.run(&["call", tool, &input.to_string()]);
+        Called::from_output(out)
+    }
+}
+
+/// What one `toolhost call` printed and returned.
+pub struct Called {
+    /// The ToolResult JSON.
+    pub result: Value,
+    /// The exit code.
+    pub code: i32,
+    /// Everything on stderr.
+    pub stderr: String,
+}
+
+impl Called {
+    /// Parses a finished `toolhost call`.
+    pub fn from_output(out: Output) -> Called {
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let result = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!("stdout is not one ToolResult ({e}):\n{stdout}\nstderr:\n{stderr}")
+        });
+        Called {
+            result,
+            code: out.status.code().unwrap_or(-1),
+            stderr,
+        }
+    }
+
+    /// The result's status.
+    pub fn status(&self) -> &str {
+        self.result["status"].as_str().unwrap_or("")
+    }
+
+    /// The error message, or "".
+    pub fn message(&self) -> &str {
+        self.result["error"]["message"].as_str().unwrap_or("")
+    }
+
+    /// Panics with context unless the call succeeded.
+    pub fn assert_success(&self) -> &Value {
+        assert_eq!(
+            self.status(),
+            "success",
+            "call failed: {}\nstderr:\n{}",
+            self.result,
+            self.stderr
+        );
+        assert_eq!(self.code, 0);
+        &self.result["output"]
+    }
+}
+
+/// A plan that mounts the fixture module (plus `extra` TOML after it).
+pub fn fixture_plan(extra: &str) -> String {
+    format!("[host]\ndefault_timeout_secs = 30\ncancel_grace_ms = 1500\n\n[[tools]]\nmodule = \"fixture\"\n\n{extra}")
+}
