@@ -7,6 +7,7 @@ mod call;
 mod check;
 mod describe;
 mod list;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,8 @@ enum Command {
     },
     /// Run one call and print its ToolResult as JSON.
     Call(call::CallArgs),
+    /// Serve the plan's tools over MCP (stdio, or streamable HTTP).
+    Serve(serve::ServeArgs),
 }
 
 /// Exit code: the tool call failed.
@@ -108,6 +111,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::List { json } => list::run(&host, json),
         Command::Describe { tool } => describe::run(&host, &tool),
         Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,
+        Command::Serve(args) => serve::run(host.clone(), shutdown.clone(), args).await,
     };
     host.shutdown();
     match signal.load(Ordering::SeqCst) {

@@ -9,6 +9,8 @@ pub mod record;
 pub mod resolve;
 pub mod validate;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,7 +36,25 @@ pub struct Call {
     pub cancel: Option<CancelToken>,
     /// Where progress reports go.
     pub progress: Option<ProgressSink>,
+    /// Who to ask when policy says `ask` (a terminal prompt, MCP
+    /// elicitation). Without one, such calls answer `approval_required`.
+    pub approver: Option<Approver>,
 }
+
+/// What an approver is asked.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    /// The tool's public name.
+    pub tool: String,
+    /// Why approval is needed (the policy rule that said `ask`).
+    pub reason: String,
+    /// The (validated) input the tool would run with.
+    pub input: Value,
+}
+
+/// Asks a human; resolves to `true` when the call is approved.
+pub type Approver =
+    Arc<dyn Fn(ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
 /// Runs calls against a loaded host.
 pub struct Pipeline {
