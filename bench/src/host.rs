@@ -30,7 +30,10 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
             continue;
         }
         let file = dir.path().join(format!("{module}.toml"));
-        std::fs::write(&file, format!("[host]\nmodule_path = [{modules:?}]\n[[tools]]\nmodule = \"{module}\"\n"))?;
+        std::fs::write(
+            &file,
+            format!("[host]\nmodule_path = [{modules:?}]\n[[tools]]\nmodule = \"{module}\"\n"),
+        )?;
         let plan = Plan::load(&file)?;
         let stats = b.time(3, b.n(50), || {
             let host = Host::open(plan.clone()).expect("plan loads");
@@ -44,15 +47,24 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
             let host = Host::open(plan.clone()).expect("default plan loads");
             host.shutdown();
         });
-        b.row("host", "load + mount + cleanup: default plan", stats, Some(Duration::from_millis(5)));
+        b.row(
+            "host",
+            "load + mount + cleanup: default plan",
+            stats,
+            Some(Duration::from_millis(5)),
+        );
     }
 
     // Per-call overhead on echo: the pipeline against a direct FFI call.
     let file = dir.path().join("fixture.toml");
     let plan = Plan::load(&file)?;
     let host = Arc::new(Host::open(plan)?);
-    let tool = host.tool("echo").ok_or_else(|| anyhow::anyhow!("echo not mounted"))?;
-    let request = json!({"tool_call_id": "b", "name": "echo", "input": {"message": "hello"}, "working_dir": "."}).to_string();
+    let tool = host
+        .tool("echo")
+        .ok_or_else(|| anyhow::anyhow!("echo not mounted"))?;
+    let request =
+        json!({"tool_call_id": "b", "name": "echo", "input": {"message": "hello"}, "working_dir": "."})
+            .to_string();
     let ctx = CallContext {
         cancel: CancelToken::new(),
         deadline: None,
@@ -76,14 +88,24 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         }));
         assert!(result.success);
     });
-    b.row("host", "echo: through the pipeline (incl. validation)", through, None);
+    b.row(
+        "host",
+        "echo: through the pipeline (incl. validation)",
+        through,
+        None,
+    );
     let overhead = Stats {
         median: through.median.saturating_sub(direct.median),
         p10: through.p10.saturating_sub(direct.p10),
         p90: through.p90.saturating_sub(direct.p90),
         samples: through.samples,
     };
-    b.row("host", "echo: pipeline overhead (pipeline − direct)", overhead, Some(Duration::from_micros(15)));
+    b.row(
+        "host",
+        "echo: pipeline overhead (pipeline − direct)",
+        overhead,
+        Some(Duration::from_micros(15)),
+    );
     host.shutdown();
 
     // `toolhost list` as a whole process, on the default plan.
@@ -98,7 +120,12 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
                 .expect("toolhost runs");
             assert!(status.success());
         });
-        b.row("host", "process: toolhost list (default plan)", stats, Some(Duration::from_millis(20)));
+        b.row(
+            "host",
+            "process: toolhost list (default plan)",
+            stats,
+            Some(Duration::from_millis(20)),
+        );
     }
     Ok(())
 }

@@ -12,7 +12,11 @@ use report::Bench;
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let only: Vec<&str> = args.iter().filter(|a| !a.starts_with("--")).map(String::as_str).collect();
+    let only: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
     let target_dir = std::env::current_exe()?
         .parent()
         .map(PathBuf::from)
@@ -35,7 +39,12 @@ fn main() -> anyhow::Result<()> {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         std::fs::read_to_string("/proc/cpuinfo")
             .ok()
-            .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+            .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l
+                .split(':')
+                .nth(1)
+                .unwrap_or("")
+                .trim()
+                .to_string()))
             .unwrap_or_else(|| "unknown CPU".into())
     );
     bench.print();

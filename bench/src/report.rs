@@ -81,7 +81,13 @@ impl Bench {
     }
 
     /// Adds a row; `limit` is the target the median must stay within.
-    pub fn row(&mut self, group: &'static str, name: impl Into<String>, stats: Stats, limit: Option<Duration>) {
+    pub fn row(
+        &mut self,
+        group: &'static str,
+        name: impl Into<String>,
+        stats: Stats,
+        limit: Option<Duration>,
+    ) {
         self.rows.push(Row {
             group,
             name: name.into(),
@@ -92,7 +98,14 @@ impl Bench {
     }
 
     /// Adds a row held to a ratio against a baseline measured in the same run.
-    pub fn ratio_row(&mut self, group: &'static str, name: impl Into<String>, stats: Stats, base: Stats, max_ratio: f64) {
+    pub fn ratio_row(
+        &mut self,
+        group: &'static str,
+        name: impl Into<String>,
+        stats: Stats,
+        base: Stats,
+        max_ratio: f64,
+    ) {
         let ratio = stats.median.as_secs_f64() / base.median.as_secs_f64().max(1e-12);
         self.rows.push(Row {
             group,

@@ -28,8 +28,7 @@ pub use sdk::error::{MountError, ToolError};
 pub use sdk::testing;
 pub use sdk::tool::Tool;
 pub use wire::{
-    AccessMode, Annotations, CallRequest, Effect, ErrorInfo, Manifest, Metadata, Status, ToolResult,
-    ToolSpec,
+    AccessMode, Annotations, CallRequest, Effect, ErrorInfo, Manifest, Metadata, Status, ToolResult, ToolSpec,
 };
 
 /// Items the `export_module!` expansion needs; not part of the public API.

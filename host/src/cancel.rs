@@ -41,7 +41,9 @@ impl CancelToken {
     /// Blocks up to `timeout` for cancellation; returns whether cancelled.
     pub fn wait_blocking(&self, timeout: Duration) -> bool {
         let end = Instant::now().checked_add(timeout);
-        let Ok(mut held) = self.0.lock.lock() else { return self.is_cancelled() };
+        let Ok(mut held) = self.0.lock.lock() else {
+            return self.is_cancelled();
+        };
         while !self.is_cancelled() {
             let left = match end {
                 Some(end) => end.saturating_duration_since(Instant::now()),

@@ -39,7 +39,10 @@ impl EventBus {
 
     /// Every known event name, sorted.
     pub fn names(&self) -> Vec<String> {
-        self.names.read().map(|n| n.iter().cloned().collect()).unwrap_or_default()
+        self.names
+            .read()
+            .map(|n| n.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Adds an observer of every event.

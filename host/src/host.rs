@@ -119,7 +119,10 @@ impl Host {
     }
 
     fn add_plan_aliases(&self) -> Result<(), String> {
-        let mut registry = self.registry.write().map_err(|_| "registry lock poisoned".to_string())?;
+        let mut registry = self
+            .registry
+            .write()
+            .map_err(|_| "registry lock poisoned".to_string())?;
         for (tool, rule) in &self.plan.policy.tools {
             for alias in &rule.aliases {
                 registry.add_alias(alias, tool)?;

@@ -45,9 +45,9 @@ impl Registry {
 
     /// Adds a plan alias for an existing tool.
     pub fn add_alias(&mut self, alias: &str, tool: &str) -> Result<(), String> {
-        let target = self.canonical(tool).ok_or_else(|| {
-            format!("[policy.tools.{tool}] gives aliases for a tool that is not mounted")
-        })?;
+        let target = self
+            .canonical(tool)
+            .ok_or_else(|| format!("[policy.tools.{tool}] gives aliases for a tool that is not mounted"))?;
         if let Some(owner) = self.owner_of(alias) {
             if self.canonical(alias) != Some(target.clone()) {
                 return Err(format!(
@@ -62,9 +62,9 @@ impl Registry {
 
     /// The tool a name or alias refers to.
     pub fn get(&self, name: &str) -> Option<&Arc<MountedTool>> {
-        self.tools.get(name).or_else(|| {
-            self.aliases.get(name).and_then(|target| self.tools.get(target))
-        })
+        self.tools
+            .get(name)
+            .or_else(|| self.aliases.get(name).and_then(|target| self.tools.get(target)))
     }
 
     fn canonical(&self, name: &str) -> Option<String> {

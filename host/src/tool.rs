@@ -55,9 +55,8 @@ impl MountedTool {
     pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
         self.validator
             .get_or_init(|| {
-                jsonschema::validator_for(&self.spec.input_schema).map_err(|e| {
-                    format!("tool '{}' has an invalid input schema: {e}", self.spec.name)
-                })
+                jsonschema::validator_for(&self.spec.input_schema)
+                    .map_err(|e| format!("tool '{}' has an invalid input schema: {e}", self.spec.name))
             })
             .as_ref()
             .map_err(String::as_str)

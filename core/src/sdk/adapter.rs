@@ -98,7 +98,10 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
         let result = parse_input::<T::Input>(input).and_then(|input| {
             let output = tool.execute(input, &ctx)?;
             serde_json::to_value(output).map_err(|e| {
-                ToolError::new(codes::INVALID_OUTPUT, format!("the output does not serialize: {e}"))
+                ToolError::new(
+                    codes::INVALID_OUTPUT,
+                    format!("the output does not serialize: {e}"),
+                )
             })
         });
         (result, ctx.take_metadata())
@@ -145,7 +148,11 @@ pub(crate) fn parse_input<I: serde::de::DeserializeOwned>(input: Value) -> Resul
     serde_path_to_error::deserialize(input).map_err(|e| {
         let pointer = json_pointer(e.path());
         let inner = e.into_inner().to_string();
-        let location = if pointer.is_empty() { "the input".to_string() } else { pointer.clone() };
+        let location = if pointer.is_empty() {
+            "the input".to_string()
+        } else {
+            pointer.clone()
+        };
         ToolError::invalid_input(format!("invalid input at {location}: {inner}"))
             .with_details(json!({ "violations": [{ "pointer": pointer, "message": inner }] }))
     })

@@ -35,7 +35,12 @@ struct Inner {
 }
 
 impl Coordinator {
-    pub(crate) fn new(ffi: FfiCoordinatorBox, module_name: &str, module_version: &str, host: HostInfo) -> Self {
+    pub(crate) fn new(
+        ffi: FfiCoordinatorBox,
+        module_name: &str,
+        module_version: &str,
+        host: HostInfo,
+    ) -> Self {
         let non_empty = |s: String| (!s.is_empty()).then(|| PathBuf::from(s));
         Coordinator {
             inner: Arc::new(Inner {
@@ -71,9 +76,7 @@ impl Coordinator {
     /// Emits an event to the host's observers.
     pub fn emit(&self, event: &str, payload: &Value) {
         let json = payload.to_string();
-        self.inner
-            .ffi
-            .emit(RStr::from_str(event), RStr::from_str(&json));
+        self.inner.ffi.emit(RStr::from_str(event), RStr::from_str(&json));
     }
 
     /// Writes a log line into the host's `tracing` output.

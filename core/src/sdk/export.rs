@@ -69,7 +69,11 @@ where
         };
         let config: C = serde_path_to_error::deserialize(config).map_err(|e| {
             let path = e.path().to_string();
-            let at = if path == "." { String::new() } else { format!(" at `{path}`") };
+            let at = if path == "." {
+                String::new()
+            } else {
+                format!(" at `{path}`")
+            };
             MountError::new(format!("invalid config{at}: {}", e.into_inner()))
         })?;
         let coordinator = Coordinator::new(ffi, name, version, envelope.host);
@@ -128,7 +132,13 @@ macro_rules! export_module {
             coordinator: $crate::abi::FfiCoordinatorBox,
             envelope: $crate::__private::RStr<'_>,
         ) -> $crate::__private::RResult<$crate::abi::FfiCleanupBox, $crate::__private::RString> {
-            $crate::__private::mount_entry(coordinator, envelope, $name, env!("CARGO_PKG_VERSION"), $mount)
+            $crate::__private::mount_entry(
+                coordinator,
+                envelope,
+                $name,
+                env!("CARGO_PKG_VERSION"),
+                $mount,
+            )
         }
     };
 }

@@ -38,9 +38,6 @@ mod tests {
         assert_eq!(guard(|| 5), Ok(5));
         assert_eq!(guard(|| -> i32 { panic!("boom") }), Err("boom".into()));
         let n = 3;
-        assert_eq!(
-            guard(|| -> i32 { panic!("boom {n}") }),
-            Err("boom 3".into())
-        );
+        assert_eq!(guard(|| -> i32 { panic!("boom {n}") }), Err("boom 3".into()));
     }
 }

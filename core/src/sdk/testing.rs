@@ -82,7 +82,9 @@ impl FfiContext for TestContext {
 
     fn wait_cancelled(&self, timeout_ms: u64) -> bool {
         let end = Instant::now() + Duration::from_millis(timeout_ms);
-        let Ok(mut held) = self.lock.lock() else { return self.is_cancelled() };
+        let Ok(mut held) = self.lock.lock() else {
+            return self.is_cancelled();
+        };
         while !self.is_cancelled() {
             let now = Instant::now();
             if now >= end {

@@ -15,7 +15,11 @@ pub(super) fn run(plan: Plan) -> ExitCode {
     for report in &reports {
         match (&report.error, &report.loaded) {
             (None, Some((name, version))) => {
-                let path = report.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                let path = report
+                    .path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
                 print_stdout(&format!(
                     "ok    {name} {version} ({path}): {} tool(s) [{}]; load {:.2} ms, mount {:.2} ms",
                     report.tools.len(),

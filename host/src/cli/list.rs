@@ -27,7 +27,11 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let width = tools.iter().map(|t| t.spec.name.len()).max().unwrap_or(4);
-    let effect_width = tools.iter().map(|t| t.spec.effect.as_str().len()).max().unwrap_or(6);
+    let effect_width = tools
+        .iter()
+        .map(|t| t.spec.effect.as_str().len())
+        .max()
+        .unwrap_or(6);
     for t in &tools {
         print_stdout(&format!(
             "{:width$}  {:effect_width$}  {}",

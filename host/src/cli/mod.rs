@@ -138,7 +138,8 @@ fn load_plan(flag: Option<&std::path::Path>) -> Result<Plan, String> {
 /// print), then the normal path runs the cleanups and exits 128+signal.
 fn watch_signals(shutdown: CancelToken, signal: Arc<AtomicI32>) {
     use tokio::signal::unix::{signal as listen, SignalKind};
-    let (Ok(mut int), Ok(mut term)) = (listen(SignalKind::interrupt()), listen(SignalKind::terminate())) else {
+    let (Ok(mut int), Ok(mut term)) = (listen(SignalKind::interrupt()), listen(SignalKind::terminate()))
+    else {
         tracing::warn!("cannot listen for signals; Ctrl-C will not clean up");
         return;
     };
@@ -147,7 +148,10 @@ fn watch_signals(shutdown: CancelToken, signal: Arc<AtomicI32>) {
             _ = int.recv() => libc::SIGINT,
             _ = term.recv() => libc::SIGTERM,
         };
-        tracing::info!(signal = sig, "signal received: cancelling calls in flight, then cleaning up");
+        tracing::info!(
+            signal = sig,
+            "signal received: cancelling calls in flight, then cleaning up"
+        );
         signal.store(sig, Ordering::SeqCst);
         shutdown.cancel();
     });

@@ -64,7 +64,10 @@ pub fn open(path: &Path, label: &str) -> Result<Library, String> {
     })?;
     let manifest_text = (module.manifest())();
     let manifest: Manifest = serde_json::from_str(manifest_text.as_str()).map_err(|e| {
-        format!("module '{label}' ({}): its manifest is not valid JSON: {e}", path.display())
+        format!(
+            "module '{label}' ({}): its manifest is not valid JSON: {e}",
+            path.display()
+        )
     })?;
     if semver::Version::parse(&manifest.version).is_err() {
         return Err(format!(

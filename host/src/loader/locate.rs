@@ -29,7 +29,11 @@ pub fn find(name: &str, search: &[PathBuf]) -> Result<PathBuf, String> {
     let dirs = if search.is_empty() {
         "no folders (module_path is empty and TOOLHOST_MODULE_PATH is unset)".to_string()
     } else {
-        search.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+        search
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     Err(format!(
         "module '{name}' not found: looked for {} in {dirs}. Build the module (cargo build --release), \

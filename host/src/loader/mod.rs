@@ -74,8 +74,12 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
         }
     }
     if let Some(req) = &entry.version {
-        let version = semver::Version::parse(&manifest.version)
-            .map_err(|e| format!("module '{label}': version '{}' is not semver: {e}", manifest.version))?;
+        let version = semver::Version::parse(&manifest.version).map_err(|e| {
+            format!(
+                "module '{label}': version '{}' is not semver: {e}",
+                manifest.version
+            )
+        })?;
         if !req.matches(&version) {
             return Err(format!(
                 "module '{label}' ({}) is version {version}, which does not satisfy the plan's \
@@ -91,14 +95,21 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
         version: manifest.version.clone(),
         description: manifest.description.clone(),
         path: path.clone(),
-        limit: entry.max_concurrent.map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
+        limit: entry
+            .max_concurrent
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
     });
     let envelope = MountEnvelope {
         config: entry.config.clone(),
         host: HostInfo {
             working_dir: plan.working_dir.to_string_lossy().into_owned(),
             host_version: env!("CARGO_PKG_VERSION").to_string(),
-            state_dir: plan.state_dir().join("modules").join(&manifest.name).to_string_lossy().into_owned(),
+            state_dir: plan
+                .state_dir()
+                .join("modules")
+                .join(&manifest.name)
+                .to_string_lossy()
+                .into_owned(),
         },
     };
     let envelope = serde_json::to_string(&envelope).map_err(|e| format!("module '{label}': {e}"))?;
@@ -124,9 +135,8 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
 
     for ffi_tool in registered {
         let spec_text = ffi_tool.spec();
-        let mut spec: ToolSpec = serde_json::from_str(spec_text.as_str()).map_err(|e| {
-            format!("module '{label}': a tool's spec is not a valid ToolSpec: {e}")
-        })?;
+        let mut spec: ToolSpec = serde_json::from_str(spec_text.as_str())
+            .map_err(|e| format!("module '{label}': a tool's spec is not a valid ToolSpec: {e}"))?;
         let module_name = spec.name.clone();
         if !entry.prefix.is_empty() {
             spec.name = format!("{}{}", entry.prefix, spec.name);
@@ -134,9 +144,12 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
                 *alias = format!("{}{}", entry.prefix, alias);
             }
         }
-        module
-            .tools
-            .push(Arc::new(MountedTool::new(spec, module_name, info.clone(), ffi_tool)));
+        module.tools.push(Arc::new(MountedTool::new(
+            spec,
+            module_name,
+            info.clone(),
+            ffi_tool,
+        )));
     }
     Ok(module)
 }

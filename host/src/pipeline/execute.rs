@@ -39,7 +39,14 @@ pub async fn run(
     let _permit = match &tool.module.limit {
         Some(limit) => match limit.clone().acquire_owned().await {
             Ok(permit) => Some(permit),
-            Err(_) => return ToolResult::failure(&id, Status::Cancelled, codes::CANCELLED, "the host is shutting down"),
+            Err(_) => {
+                return ToolResult::failure(
+                    &id,
+                    Status::Cancelled,
+                    codes::CANCELLED,
+                    "the host is shutting down",
+                )
+            }
         },
         None => None,
     };
@@ -119,7 +126,12 @@ fn parse(joined: Result<String, tokio::task::JoinError>, id: &str) -> ToolResult
     let text = match joined {
         Ok(text) => text,
         Err(e) => {
-            return ToolResult::failure(id, Status::Error, codes::INTERNAL, format!("the call's thread failed: {e}"))
+            return ToolResult::failure(
+                id,
+                Status::Error,
+                codes::INTERNAL,
+                format!("the call's thread failed: {e}"),
+            )
         }
     };
     match serde_json::from_str::<ToolResult>(&text) {

@@ -53,8 +53,7 @@ pub struct ApprovalRequest {
 }
 
 /// Asks a human; resolves to `true` when the call is approved.
-pub type Approver =
-    Arc<dyn Fn(ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
+pub type Approver = Arc<dyn Fn(ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
 /// Runs calls against a loaded host.
 pub struct Pipeline {
@@ -88,7 +87,10 @@ impl Pipeline {
         let span = record::span(&id, &call.name);
         let (mut result, module) = async {
             let mut module = None;
-            let result = self.stages(&id, call, &mut module).await.unwrap_or_else(|refusal| refusal);
+            let result = self
+                .stages(&id, call, &mut module)
+                .await
+                .unwrap_or_else(|refusal| refusal);
             (result, module)
         }
         .instrument(span.clone())
@@ -99,7 +101,12 @@ impl Pipeline {
         result
     }
 
-    async fn stages(&self, id: &str, call: Call, module: &mut Option<String>) -> Result<ToolResult, ToolResult> {
+    async fn stages(
+        &self,
+        id: &str,
+        call: Call,
+        module: &mut Option<String>,
+    ) -> Result<ToolResult, ToolResult> {
         // 1. resolve
         let tool = resolve::tool(&self.host, id, &call.name)?;
         *module = Some(tool.module.name.clone());
@@ -120,7 +127,10 @@ impl Pipeline {
         let cancel = call.cancel.unwrap_or_default();
         let result = execute::run(tool, request, limits, cancel, &self.shutdown, call.progress).await;
         // 7. post-process
-        Ok(postprocess::bound(result, self.host.plan.host.max_output_bytes as usize))
+        Ok(postprocess::bound(
+            result,
+            self.host.plan.host.max_output_bytes as usize,
+        ))
     }
 
     /// The deadline for a tool: the plan's rule, else the host default.

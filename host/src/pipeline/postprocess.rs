@@ -34,7 +34,8 @@ fn json_len(value: &Value) -> usize {
 }
 
 /// Cuts the longest strings down to a common cap ("water filling") so the
-/// whole fits, leaving short fields untouched.
+/// whole fits, leaving short fields untouched. Escapes make the serialized
+/// size larger than the raw one, so the cap is tightened until it fits.
 fn shrink_leaves(value: Value, original: usize, max: usize) -> Value {
     let mut lengths = Vec::new();
     collect_lengths(&value, &mut lengths);
@@ -59,18 +60,39 @@ fn shrink_leaves(value: Value, original: usize, max: usize) -> Value {
             break;
         }
     }
-    cut_leaves(value, cap)
+    let mut cut = cut_leaves(value.clone(), cap);
+    for _ in 0..4 {
+        let size = json_len(&cut);
+        if size <= max || cap < 64 {
+            break;
+        }
+        cap = cap.saturating_sub((size - max) / count.max(1) + 16);
+        cut = cut_leaves(value.clone(), cap);
+    }
+    cut
 }
 
 const MARKER_ROOM: usize = 96;
 
 fn collect_lengths(value: &Value, out: &mut Vec<usize>) {
     match value {
-        Value::String(s) => out.push(s.len()),
+        Value::String(s) => out.push(escaped_len(s)),
         Value::Array(items) => items.iter().for_each(|v| collect_lengths(v, out)),
         Value::Object(map) => map.values().for_each(|v| collect_lengths(v, out)),
         _ => {}
     }
+}
+
+/// The length of `s` as a JSON string, quotes and escapes included.
+fn escaped_len(s: &str) -> usize {
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
 }
 
 fn cut_leaves(value: Value, cap: usize) -> Value {
@@ -173,5 +195,20 @@ mod tests {
         let text = "é".repeat(10_000);
         let r = bound(ToolResult::success("1", json!(text)), 1500);
         assert!(r.output.as_str().unwrap().contains('é'));
+    }
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn escaped_newlines_still_keep_head_and_tail() {
+        let text = "0123456789\n".repeat(100_000);
+        let r = bound(ToolResult::success("1", json!(text)), 4096);
+        let out = r.output.as_str().unwrap();
+        assert!(out.starts_with("0123456789\n"), "{:?}", &out[..40]);
+        assert!(json_len(&r.output) <= 4096);
     }
 }

@@ -73,7 +73,10 @@ mod tests {
         assert_eq!(expand_str("a${TOOLHOST_TEST_X}b").unwrap(), "aexb");
         assert_eq!(expand_str("${TOOLHOST_TEST_UNSET_Q:-d}").unwrap(), "d");
         assert_eq!(expand_str("$${HOME}").unwrap(), "${HOME}");
-        assert!(matches!(expand_str("${TOOLHOST_TEST_UNSET_Q}"), Err(ExpandError::Unset(_))));
+        assert!(matches!(
+            expand_str("${TOOLHOST_TEST_UNSET_Q}"),
+            Err(ExpandError::Unset(_))
+        ));
         assert!(matches!(expand_str("${oops"), Err(ExpandError::Malformed(_))));
     }
 }

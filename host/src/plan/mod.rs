@@ -61,7 +61,10 @@ impl ModuleEntry {
     pub fn label(&self) -> String {
         match &self.source {
             ModuleSource::Name(name) => name.clone(),
-            ModuleSource::Path(path) => path.display().to_string(),
+            ModuleSource::Path(path) => path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string()),
         }
     }
 }
@@ -129,9 +132,16 @@ impl Plan {
         };
         let base = file
             .parent()
-            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
             .unwrap_or(Path::new("."));
-        let base = std::path::absolute(base).map_err(|e| invalid(format!("cannot resolve the plan's folder: {e}")))?;
+        let base = std::path::absolute(base)
+            .map_err(|e| invalid(format!("cannot resolve the plan's folder: {e}")))?;
         let resolve = |p: &str| -> Result<PathBuf, PlanError> {
             let expanded = env_expand::expand_str(p).map_err(|e| invalid(e.to_string()))?;
             let expanded = expand_home(&expanded);
@@ -144,7 +154,11 @@ impl Plan {
                 .map_err(|e| invalid(format!("cannot read the current folder: {e}")))?,
         };
         let mut module_path: Vec<PathBuf> = std::env::var_os("TOOLHOST_MODULE_PATH")
-            .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+            .map(|v| {
+                std::env::split_paths(&v)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         for dir in &raw.host.module_path {
             module_path.push(resolve(dir)?);
@@ -155,7 +169,11 @@ impl Plan {
             let which = format!("[[tools]] #{}", index + 1);
             let source = match (&entry.module, &entry.path) {
                 (Some(name), None) => {
-                    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                    if name.is_empty()
+                        || !name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                    {
                         return Err(invalid(format!(
                             "{which}: module name '{name}' must be letters, digits, '_' or '-'"
                         )));
@@ -164,24 +182,29 @@ impl Plan {
                 }
                 (None, Some(path)) => ModuleSource::Path(resolve(path)?),
                 (Some(_), Some(_)) => {
-                    return Err(invalid(format!("{which}: give either `module` or `path`, not both")))
+                    return Err(invalid(format!(
+                        "{which}: give either `module` or `path`, not both"
+                    )))
                 }
                 (None, None) => {
-                    return Err(invalid(format!("{which}: needs `module = \"name\"` or `path = \"file\"`")))
+                    return Err(invalid(format!(
+                        "{which}: needs `module = \"name\"` or `path = \"file\"`"
+                    )))
                 }
             };
             let version = entry
                 .version
                 .as_deref()
                 .map(|req| {
-                    semver::VersionReq::parse(req)
-                        .map_err(|e| invalid(format!("{which}: version requirement '{req}' is not semver: {e}")))
+                    semver::VersionReq::parse(req).map_err(|e| {
+                        invalid(format!("{which}: version requirement '{req}' is not semver: {e}"))
+                    })
                 })
                 .transpose()?;
             let config = serde_json::to_value(&entry.config)
                 .map_err(|e| invalid(format!("{which}: config cannot be converted to JSON: {e}")))?;
-            let config = env_expand::expand_value(config)
-                .map_err(|e| invalid(format!("{which}: config: {e}")))?;
+            let config =
+                env_expand::expand_value(config).map_err(|e| invalid(format!("{which}: config: {e}")))?;
             if entry.max_concurrent == Some(0) {
                 return Err(invalid(format!("{which}: max_concurrent must be at least 1")));
             }
@@ -293,7 +316,10 @@ mod tests {
         .unwrap();
         assert_eq!(plan.working_dir, PathBuf::from("/srv"));
         assert!(plan.module_path.ends_with(&[PathBuf::from("/srv/plans/lib")]));
-        assert_eq!(plan.tools[0].source, ModuleSource::Path("/srv/plans/x/liba.so".into()));
+        assert_eq!(
+            plan.tools[0].source,
+            ModuleSource::Path("/srv/plans/x/liba.so".into())
+        );
     }
 
     #[test]

@@ -97,9 +97,8 @@ impl Called {
     pub fn from_output(out: Output) -> Called {
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        let result = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-            panic!("stdout is not one ToolResult ({e}):\n{stdout}\nstderr:\n{stderr}")
-        });
+        let result = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one ToolResult ({e}):\n{stdout}\nstderr:\n{stderr}"));
         Called {
             result,
             code: out.status.code().unwrap_or(-1),
