@@ -3,6 +3,7 @@
 //! samples; a name argument runs only that area.
 
 mod host;
+mod pipeline;
 mod report;
 
 use std::path::PathBuf;
@@ -26,7 +27,8 @@ fn main() -> anyhow::Result<()> {
         rows: Vec::new(),
         quick,
     };
-    let areas: [(&str, fn(&mut Bench) -> anyhow::Result<()>); 1] = [("host", host::run)];
+    let areas: [(&str, fn(&mut Bench) -> anyhow::Result<()>); 2] =
+        [("host", host::run), ("pipeline", pipeline::run)];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {
             if let Err(e) = run(&mut bench) {

@@ -121,6 +121,9 @@ pub struct Execution {
     pub serial: bool,
     /// Resources the call touches, for conflict-aware batching.
     pub resource_keys: Vec<ResourceKey>,
+    /// The deadline the tool asks for; a plan rule overrides it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// What a tool tells the host about itself (`FfiTool::spec`).
@@ -210,6 +213,12 @@ impl ToolSpec {
     /// Makes every call run alone.
     pub fn serial(mut self, serial: bool) -> Self {
         self.execution.serial = serial;
+        self
+    }
+
+    /// Asks for a deadline other than the host default (a plan rule wins).
+    pub fn timeout_secs(mut self, secs: u64) -> Self {
+        self.execution.timeout_secs = Some(secs);
         self
     }
 

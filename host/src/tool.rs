@@ -32,6 +32,7 @@ pub struct MountedTool {
     pub module: Arc<ModuleInfo>,
     ffi: FfiToolBox,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
+    output_validator: OnceLock<Option<Result<jsonschema::Validator, String>>>,
 }
 
 impl MountedTool {
@@ -43,6 +44,7 @@ impl MountedTool {
             module,
             ffi,
             validator: OnceLock::new(),
+            output_validator: OnceLock::new(),
         }
     }
 
@@ -60,6 +62,19 @@ impl MountedTool {
             })
             .as_ref()
             .map_err(String::as_str)
+    }
+
+    /// The output validator, when the spec commits to an output schema.
+    pub fn output_validator(&self) -> Option<Result<&jsonschema::Validator, &str>> {
+        self.output_validator
+            .get_or_init(|| {
+                self.spec.output_schema.as_ref().map(|schema| {
+                    jsonschema::validator_for(schema)
+                        .map_err(|e| format!("tool '{}' has an invalid output schema: {e}", self.spec.name))
+                })
+            })
+            .as_ref()
+            .map(|r| r.as_ref().map_err(String::as_str))
     }
 
     /// Calls into the module. Blocking: run it on a blocking thread.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::approve::{terminal_approver, ApprovalArgs};
 use super::{print_stdout, EXIT_FAILED, EXIT_USAGE};
 use crate::cancel::CancelToken;
 use crate::host::Host;
@@ -20,6 +21,11 @@ pub(super) struct CallArgs {
     /// The call's id (echoed in the result).
     #[arg(long)]
     id: Option<String>,
+    /// Run a side-effecting call at most once for this key (replayed after).
+    #[arg(long, value_name = "KEY")]
+    idempotency_key: Option<String>,
+    #[command(flatten)]
+    approval: ApprovalArgs,
 }
 
 pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) -> ExitCode {
@@ -42,12 +48,15 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let pipeline = Pipeline::new(host, shutdown);
+    let stdin_free = args.input.as_deref() != Some("-");
+    let pipeline = Pipeline::new(host, shutdown).with_pre_approved(args.approval.pre_approved());
     let result = pipeline
         .call(Call {
             name: args.tool,
             input,
             tool_call_id: args.id,
+            idempotency_key: args.idempotency_key,
+            approver: terminal_approver(stdin_free),
             ..Call::default()
         })
         .await;

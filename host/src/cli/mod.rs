@@ -3,6 +3,8 @@
 //! Exit codes: 0 success, 1 the tool call failed (any non-success status),
 //! 2 usage or plan error. Results go to stdout, logs to stderr.
 
+mod approve;
+mod batch;
 mod call;
 mod check;
 mod describe;
@@ -54,6 +56,9 @@ enum Command {
     },
     /// Run one call and print its ToolResult as JSON.
     Call(call::CallArgs),
+    /// Run JSONL calls ({name, input[, tool_call_id, idempotency_key]}) in
+    /// conflict-aware parallel groups; print JSONL results in input order.
+    Batch(batch::BatchArgs),
     /// Serve the plan's tools over MCP (stdio, or streamable HTTP).
     Serve(serve::ServeArgs),
 }
@@ -111,6 +116,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::List { json } => list::run(&host, json),
         Command::Describe { tool } => describe::run(&host, &tool),
         Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,
+        Command::Batch(args) => batch::run(host.clone(), shutdown.clone(), args).await,
         Command::Serve(args) => serve::run(host.clone(), shutdown.clone(), args).await,
     };
     host.shutdown();

@@ -1,27 +1,51 @@
 //! The execution pipeline every call goes through, in the order of
-//! DESIGN.md: resolve, validate, policy, hooks, schedule, execute,
-//! post-process, record. Each stage is one file; a stage that refuses a call
-//! returns the finished result, which short-circuits the rest.
+//! DESIGN.md:
+//!
+//! 1. [`resolve`] a name or alias to a tool;
+//! 2. [`validate`] the input against its schema;
+//! 3. [`policy`] decides allow / ask / deny (and approval);
+//! 4. [`hooks`] `tool:pre` may deny or rewrite the input (validated again);
+//! 5. [`schedule`] orders a batch into conflict-free groups;
+//! 6. [`execute`] on a blocking thread under deadline and cancel token;
+//! 7. [`postprocess`] bounds the output and checks `output_schema`;
+//! 8. [`record`] events, a span and one [`audit`] record per call.
+//!
+//! A stage that refuses a call returns the finished result, which skips the
+//! rest (`?` on `Result<_, ToolResult>`). [`idempotency`] sits between
+//! policy and execute: a replay is still subject to the plan.
 
+pub mod audit;
+mod batch;
 pub mod execute;
+pub mod hooks;
+pub mod idempotency;
+pub mod policy;
 pub mod postprocess;
 pub mod record;
 pub mod resolve;
+pub mod schedule;
 pub mod validate;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use toolhost_core::{CallRequest, ToolResult};
+use serde_json::{json, Value};
+use toolhost_core::wire::codes;
+use toolhost_core::{CallRequest, Status, ToolResult};
 use tracing::Instrument;
+
+pub use batch::BatchItem;
+pub use policy::PreApproved;
 
 use crate::cancel::CancelToken;
 use crate::context::ProgressSink;
 use crate::host::Host;
+use crate::tool::MountedTool;
+use audit::AuditLog;
+use record::Trace;
 
 /// One call as a caller hands it in.
 #[derive(Default)]
@@ -32,6 +56,8 @@ pub struct Call {
     pub input: Value,
     /// The caller's id for the call; one is made up when absent.
     pub tool_call_id: Option<String>,
+    /// Runs a side-effecting call at most once per key (see [`idempotency`]).
+    pub idempotency_key: Option<String>,
     /// Cancels this call alone (MCP `notifications/cancelled`).
     pub cancel: Option<CancelToken>,
     /// Where progress reports go.
@@ -55,21 +81,52 @@ pub struct ApprovalRequest {
 /// Asks a human; resolves to `true` when the call is approved.
 pub type Approver = Arc<dyn Fn(ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
 
+/// A call that passed stages 1–4 and waits to execute.
+pub(crate) struct Prepared {
+    id: String,
+    tool: Arc<MountedTool>,
+    input: Value,
+    cancel: CancelToken,
+    progress: Option<ProgressSink>,
+}
+
 /// Runs calls against a loaded host.
 pub struct Pipeline {
     host: Arc<Host>,
     shutdown: CancelToken,
     next_id: AtomicU64,
+    pre_approved: PreApproved,
+    counts: policy::CallCounts,
+    hooks: hooks::Hooks,
+    audit: Option<AuditLog>,
+    store: OnceLock<Result<idempotency::Store, String>>,
 }
 
 impl Pipeline {
-    /// A pipeline over `host`; `shutdown` cancels every call in flight.
+    /// A pipeline over `host`; `shutdown` cancels every call in flight. An
+    /// audit log that cannot be opened is reported and skipped.
     pub fn new(host: Arc<Host>, shutdown: CancelToken) -> Self {
+        let audit = host.plan.host.audit_log.as_ref().and_then(|path| {
+            AuditLog::open(std::path::Path::new(path), host.plan.host.audit_inputs)
+                .map_err(|e| tracing::error!("cannot open the audit log {path}: {e}"))
+                .ok()
+        });
         Pipeline {
+            hooks: hooks::Hooks::new(&host.plan),
             host,
             shutdown,
             next_id: AtomicU64::new(1),
+            pre_approved: PreApproved::default(),
+            counts: policy::CallCounts::default(),
+            audit,
+            store: OnceLock::new(),
         }
+    }
+
+    /// Approvals given up front (`--yes`, `--approve TOOL`).
+    pub fn with_pre_approved(mut self, pre: PreApproved) -> Self {
+        self.pre_approved = pre;
+        self
     }
 
     /// The host the pipeline runs against.
@@ -77,71 +134,203 @@ impl Pipeline {
         &self.host
     }
 
+    fn new_id(&self) -> String {
+        format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
     /// Runs one call through every stage and returns its result.
     pub async fn call(&self, call: Call) -> ToolResult {
         let started = Instant::now();
-        let id = call
-            .tool_call_id
-            .clone()
-            .unwrap_or_else(|| format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
+        let id = call.tool_call_id.clone().unwrap_or_else(|| self.new_id());
         let span = record::span(&id, &call.name);
-        let (mut result, module) = async {
-            let mut module = None;
-            let result = self
-                .stages(&id, call, &mut module)
-                .await
-                .unwrap_or_else(|refusal| refusal);
-            (result, module)
+        let (name, input) = (call.name.clone(), call.input.clone());
+        let mut trace = Trace::for_call(&call);
+        let mut result = async {
+            match self.prepare(&id, call, &mut trace).await {
+                Ok(prepared) => self.run(prepared, &mut trace).await,
+                Err(refusal) => refusal,
+            }
         }
         .instrument(span.clone())
         .await;
         result.metadata.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         let _entered = span.enter();
-        record::finish(&result, module.as_deref(), started.elapsed());
+        record::finish(
+            &self.host.events,
+            self.audit.as_ref(),
+            &name,
+            &input,
+            &result,
+            &trace,
+            started.elapsed(),
+        );
         result
     }
 
-    async fn stages(
-        &self,
-        id: &str,
-        call: Call,
-        module: &mut Option<String>,
-    ) -> Result<ToolResult, ToolResult> {
+    /// Stages 1–4 (and the idempotency lookup).
+    async fn prepare(&self, id: &str, call: Call, trace: &mut Trace) -> Result<Prepared, ToolResult> {
         // 1. resolve
         let tool = resolve::tool(&self.host, id, &call.name)?;
-        *module = Some(tool.module.name.clone());
+        trace.tool = Some(tool.clone());
         // 2. validate
+        trace.decision = "invalid";
         validate::input(&tool, id, &call.input)?;
+        // 3. policy (and approval)
+        trace.decision = "deny";
+        let verdict = policy::check(
+            &self.host.plan,
+            &self.counts,
+            &self.pre_approved,
+            call.approver.as_ref(),
+            &tool,
+            id,
+            &call.input,
+        )
+        .await
+        .inspect_err(|r| {
+            if r.status == Status::ApprovalRequired {
+                trace.decision = "approval_required";
+            }
+        })?;
+        trace.decision = verdict.as_str();
+        if let policy::Verdict::Approved(by) = verdict {
+            trace.approved_by = Some(by);
+        }
+        // Idempotency: replay a recorded result instead of acting twice.
+        if let Some(replayed) = self.replay(&tool, id, &call)? {
+            trace.replayed = true;
+            return Err(replayed);
+        }
+        // 4. hooks (tool:pre); a rewritten input is validated again.
+        let (input, modified) = self.hooks.pre(&tool, id, call.input).await.inspect_err(|_| {
+            trace.decision = "hook_denied";
+        })?;
+        if modified {
+            validate::input(&tool, id, &input).map_err(|mut r| {
+                if let Some(e) = r.error.as_mut() {
+                    e.message = format!(
+                        "a tool:pre hook rewrote the input into an invalid one: {}",
+                        e.message
+                    );
+                }
+                trace.decision = "hook_invalid";
+                r
+            })?;
+        }
+        Ok(Prepared {
+            id: id.to_string(),
+            tool,
+            input,
+            cancel: call.cancel.unwrap_or_default(),
+            progress: call.progress,
+        })
+    }
+
+    /// Stages 6–7 and the post hooks; recording is the caller's.
+    async fn run(&self, prepared: Prepared, trace: &mut Trace) -> ToolResult {
+        let Prepared {
+            id,
+            tool,
+            input,
+            cancel,
+            progress,
+        } = prepared;
+        record::pre(&self.host.events, &tool, &id, &input);
         // 6. execute
         let limits = execute::Limits {
-            timeout: self.timeout_for(tool.name()),
+            timeout: self.timeout_for(&tool),
             grace: Duration::from_millis(self.host.plan.host.cancel_grace_ms),
         };
         let request = CallRequest {
-            tool_call_id: id.to_string(),
+            tool_call_id: id.clone(),
             name: tool.module_name.clone(),
-            input: call.input,
+            input: input.clone(),
             deadline_ms: Some(limits.timeout.as_millis() as u64),
             working_dir: self.host.plan.working_dir.to_string_lossy().into_owned(),
         };
-        let cancel = call.cancel.unwrap_or_default();
-        let result = execute::run(tool, request, limits, cancel, &self.shutdown, call.progress).await;
+        let result = execute::run(tool.clone(), request, limits, cancel, &self.shutdown, progress).await;
         // 7. post-process
-        Ok(postprocess::bound(
-            result,
-            self.host.plan.host.max_output_bytes as usize,
-        ))
+        let result = postprocess::check_output(&tool, result);
+        let result = postprocess::bound(result, self.host.plan.host.max_output_bytes as usize);
+        let result = self.hooks.post(&tool, &input, result).await;
+        self.remember(&tool, trace, &result);
+        result
     }
 
-    /// The deadline for a tool: the plan's rule, else the host default.
-    fn timeout_for(&self, name: &str) -> Duration {
+    /// The deadline for a tool: the plan's rule, else what the tool asks
+    /// for in its spec, else the host default.
+    fn timeout_for(&self, tool: &MountedTool) -> Duration {
         let plan = &self.host.plan;
-        let secs = plan
-            .policy
-            .tools
-            .get(name)
-            .and_then(|rule| rule.timeout_secs)
+        let secs = std::iter::once(&tool.spec.name)
+            .chain(&tool.spec.aliases)
+            .find_map(|n| plan.policy.tools.get(n).and_then(|r| r.timeout_secs))
+            .or(tool.spec.execution.timeout_secs)
             .unwrap_or(plan.host.default_timeout_secs);
         Duration::from_secs(secs)
+    }
+
+    fn store(&self) -> Result<&idempotency::Store, String> {
+        self.store
+            .get_or_init(|| idempotency::Store::open(&self.host.plan.state_dir()))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The recorded result for the call's key, or an error when the key was
+    /// used with another tool or input. Read-only tools ignore keys.
+    fn replay(&self, tool: &MountedTool, id: &str, call: &Call) -> Result<Option<ToolResult>, ToolResult> {
+        let Some(key) = call.idempotency_key.as_deref() else {
+            return Ok(None);
+        };
+        if tool.spec.annotations.read_only {
+            return Ok(None);
+        }
+        let store = self
+            .store()
+            .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e))?;
+        let recorded = store
+            .get(key)
+            .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e))?;
+        let Some(recorded) = recorded else { return Ok(None) };
+        let (digest, _) = audit::input_digest(&call.input);
+        if recorded.tool != tool.name() || recorded.input_sha256 != digest {
+            return Err(ToolResult::failure(
+                id,
+                Status::ValidationError,
+                "idempotency_conflict",
+                format!(
+                    "idempotency key '{key}' was already used for a different call ({}); use a new key for a new call",
+                    if recorded.tool != tool.name() { format!("tool '{}'", recorded.tool) } else { "another input".into() }
+                ),
+            ));
+        }
+        let mut result = recorded.result;
+        result.tool_call_id = id.to_string();
+        result
+            .metadata
+            .extra
+            .insert("idempotent_replay".into(), json!(true));
+        Ok(Some(result))
+    }
+
+    /// Records a successful side-effecting result under its key.
+    fn remember(&self, tool: &MountedTool, trace: &Trace, result: &ToolResult) {
+        let Some(key) = trace.idempotency_key.as_deref() else {
+            return;
+        };
+        if tool.spec.annotations.read_only || !result.success {
+            return;
+        }
+        let Some(input) = trace.input_for_key.as_ref() else {
+            return;
+        };
+        let recorded = idempotency::Recorded {
+            tool: tool.name().to_string(),
+            input_sha256: audit::input_digest(input).0,
+            result: result.clone(),
+        };
+        if let Err(e) = self.store().and_then(|s| s.put(key, &recorded)) {
+            tracing::error!(key, "cannot record the idempotent result: {e}");
+        }
     }
 }

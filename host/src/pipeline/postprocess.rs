@@ -2,9 +2,55 @@
 //! model's context. Long strings keep their head and tail and say how much
 //! was cut; `metadata.truncated` carries the sizes.
 
-use serde_json::Value;
-use toolhost_core::wire::Truncation;
-use toolhost_core::ToolResult;
+use serde_json::{json, Value};
+use toolhost_core::wire::{codes, Truncation};
+use toolhost_core::{ErrorInfo, Status, ToolResult};
+
+use crate::tool::MountedTool;
+
+/// Checks a successful output against the tool's `output_schema`, when it
+/// has one; a tool that breaks its promise gets an `invalid_output` error
+/// (the output stays attached for debugging).
+pub fn check_output(tool: &MountedTool, mut result: ToolResult) -> ToolResult {
+    if !result.success {
+        return result;
+    }
+    let validator = match tool.output_validator() {
+        None => return result,
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            result.status = Status::Error;
+            result.success = false;
+            result.error = Some(ErrorInfo {
+                code: codes::INVALID_OUTPUT.into(),
+                message: e.to_string(),
+                retryable: false,
+                details: None,
+            });
+            return result;
+        }
+    };
+    if validator.is_valid(&result.output) {
+        return result;
+    }
+    let violations: Vec<Value> = validator
+        .iter_errors(&result.output)
+        .take(20)
+        .map(|e| json!({ "pointer": e.instance_path().as_str(), "message": e.to_string() }))
+        .collect();
+    result.status = Status::Error;
+    result.success = false;
+    result.error = Some(ErrorInfo {
+        code: codes::INVALID_OUTPUT.into(),
+        message: format!(
+            "'{}' returned output that does not match its output schema; this is a bug in the tool",
+            tool.name()
+        ),
+        retryable: false,
+        details: Some(json!({ "violations": violations })),
+    });
+    result
+}
 
 /// Cuts `result.output` to at most about `max` serialized bytes.
 pub fn bound(mut result: ToolResult, max: usize) -> ToolResult {

@@ -1,23 +1,102 @@
-//! Stage 8, record: a `tracing` span per call and a closing log line with
-//! status and duration.
+//! Stage 8, record: the `tool:pre` / `tool:post` / `tool:error` events, a
+//! `tracing` span per call, and one audit record per call.
 
 use std::time::Duration;
 
+use serde_json::{json, Value};
 use toolhost_core::ToolResult;
 use tracing::Span;
+
+use super::audit::{input_digest, now_ms, AuditLog, AuditRecord};
+use crate::events::EventBus;
+use crate::tool::MountedTool;
 
 /// The span every stage of one call runs in.
 pub fn span(id: &str, name: &str) -> Span {
     tracing::info_span!("tool_call", call = %id, tool = %name)
 }
 
-/// Logs the outcome of one call.
-pub fn finish(result: &ToolResult, module: Option<&str>, elapsed: Duration) {
+/// What the stages learned about a call, for its record.
+#[derive(Default)]
+pub struct Trace {
+    /// The tool, once resolved.
+    pub tool: Option<std::sync::Arc<MountedTool>>,
+    /// How policy let it through or why it stopped.
+    pub decision: &'static str,
+    /// Who approved an `ask`.
+    pub approved_by: Option<&'static str>,
+    /// The idempotency key.
+    pub idempotency_key: Option<String>,
+    /// Replayed from the idempotency store.
+    pub replayed: bool,
+    /// The caller's input, kept when the call has an idempotency key.
+    pub input_for_key: Option<Value>,
+}
+
+impl Trace {
+    /// A fresh trace for a call.
+    pub fn for_call(call: &super::Call) -> Trace {
+        Trace {
+            decision: "unknown",
+            idempotency_key: call.idempotency_key.clone(),
+            input_for_key: call.idempotency_key.as_ref().map(|_| call.input.clone()),
+            ..Trace::default()
+        }
+    }
+}
+
+/// Emits `tool:pre` before execution.
+pub fn pre(events: &EventBus, tool: &MountedTool, id: &str, input: &Value) {
+    events.emit(
+        "tool:pre",
+        &json!({ "tool": tool.name(), "tool_call_id": id, "input": input }),
+    );
+}
+
+/// Emits `tool:post` or `tool:error`, logs the outcome and appends the audit record.
+pub fn finish(
+    events: &EventBus,
+    audit: Option<&AuditLog>,
+    name: &str,
+    input: &Value,
+    result: &ToolResult,
+    trace: &Trace,
+    elapsed: Duration,
+) {
     let ms = elapsed.as_secs_f64() * 1000.0;
-    let module = module.unwrap_or("");
+    let module = trace.tool.as_ref().map(|t| t.module.name.as_str());
+    let event = if result.success { "tool:post" } else { "tool:error" };
+    events.emit(
+        event,
+        &json!({ "tool": name, "tool_call_id": result.tool_call_id, "input": input, "result": result, "duration_ms": ms }),
+    );
     if result.success {
         tracing::debug!(status = %result.status, module, duration_ms = ms, "call finished");
     } else {
         tracing::info!(status = %result.status, module, duration_ms = ms, error = result.message(), "call failed");
+    }
+    if let Some(audit) = audit {
+        let (input_sha256, input_bytes) = input_digest(input);
+        let output_bytes = serde_json::to_vec(&result.output).map(|v| v.len()).unwrap_or(0);
+        let tool = trace.tool.as_deref();
+        audit.append(&AuditRecord {
+            ts_unix_ms: now_ms(),
+            call_id: &result.tool_call_id,
+            tool: tool.map(|t| t.name()).unwrap_or(name),
+            module,
+            version: tool.map(|t| t.spec.version.as_str()),
+            effect: tool.map(|t| t.spec.effect.as_str()),
+            decision: trace.decision,
+            approved_by: trace.approved_by,
+            status: result.status.as_str(),
+            error_code: result.error.as_ref().map(|e| e.code.as_str()),
+            duration_ms: ms,
+            input_sha256,
+            input_bytes,
+            output_bytes,
+            idempotency_key: trace.idempotency_key.as_deref(),
+            replayed: trace.replayed,
+            input: audit.raw_inputs().then_some(input),
+        });
     }
 }

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-pub use schema::{Decision, HostSection, PolicySection, ToolRule, ToolsEntry};
+pub use schema::{
+    Decision, HookEntry, HookEvent, HookFailure, HostSection, PolicySection, ToolRule, ToolsEntry,
+};
 
 /// A plan ready to load: parsed, checked, with paths made absolute.
 #[derive(Debug, Clone)]
@@ -28,6 +30,8 @@ pub struct Plan {
     pub tools: Vec<ModuleEntry>,
     /// Policy rules.
     pub policy: PolicySection,
+    /// Hooks, in plan order.
+    pub hooks: Vec<HookEntry>,
 }
 
 /// One `[[tools]]` entry, ready to load.
@@ -225,6 +229,23 @@ impl Plan {
         if let Some(dir) = &host.state_dir {
             host.state_dir = Some(resolve(dir)?.to_string_lossy().into_owned());
         }
+        for (i, hook) in raw.hooks.iter().enumerate() {
+            if hook.command.is_empty() || hook.command[0].is_empty() {
+                return Err(invalid(format!(
+                    "[[hooks]] #{}: `command` needs a program",
+                    i + 1
+                )));
+            }
+            if let Err(e) = globset::Glob::new(&hook.tools) {
+                return Err(invalid(format!(
+                    "[[hooks]] #{}: `tools` is not a valid glob: {e}",
+                    i + 1
+                )));
+            }
+        }
+        if host.batch_concurrency == 0 {
+            return Err(invalid("host.batch_concurrency must be at least 1".into()));
+        }
         if host.max_output_bytes < 1024 {
             return Err(invalid("host.max_output_bytes must be at least 1024".into()));
         }
@@ -236,6 +257,7 @@ impl Plan {
             module_path,
             tools,
             policy: raw.policy,
+            hooks: raw.hooks,
         })
     }
 

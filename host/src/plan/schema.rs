@@ -15,6 +15,8 @@ pub(super) struct PlanFile {
     pub tools: Vec<ToolsEntry>,
     #[serde(default)]
     pub policy: PolicySection,
+    #[serde(default)]
+    pub hooks: Vec<HookEntry>,
 }
 
 /// `[host]`: settings of the host itself.
@@ -39,6 +41,12 @@ pub struct HostSection {
     /// How long a cancelled tool may take to stop before it is abandoned.
     #[serde(default = "default_cancel_grace_ms")]
     pub cancel_grace_ms: u64,
+    /// Store raw inputs in the audit log (off: only their hash and size).
+    #[serde(default)]
+    pub audit_inputs: bool,
+    /// At most this many calls of a batch run at once.
+    #[serde(default = "default_batch_concurrency")]
+    pub batch_concurrency: usize,
 }
 
 impl Default for HostSection {
@@ -51,6 +59,8 @@ impl Default for HostSection {
             audit_log: None,
             state_dir: None,
             cancel_grace_ms: default_cancel_grace_ms(),
+            audit_inputs: false,
+            batch_concurrency: default_batch_concurrency(),
         }
     }
 }
@@ -65,6 +75,60 @@ fn default_max_output_bytes() -> u64 {
 
 fn default_cancel_grace_ms() -> u64 {
     3000
+}
+
+fn default_batch_concurrency() -> usize {
+    64
+}
+
+fn default_hook_timeout_ms() -> u64 {
+    5000
+}
+
+fn default_hook_tools() -> String {
+    "*".into()
+}
+
+/// `[[hooks]]`: a command run on `tool:pre` or `tool:post`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookEntry {
+    /// `tool:pre` (may deny or rewrite the input) or `tool:post` (may deny or
+    /// rewrite the output).
+    pub event: HookEvent,
+    /// Glob over tool names (`*`, `fs_*`, `{write_file,edit_file}`).
+    #[serde(default = "default_hook_tools")]
+    pub tools: String,
+    /// The program and its arguments; the event arrives as JSON on stdin.
+    pub command: Vec<String>,
+    /// How long the hook may take.
+    #[serde(default = "default_hook_timeout_ms")]
+    pub timeout_ms: u64,
+    /// What a hook that fails, hangs or answers garbage means.
+    #[serde(default)]
+    pub on_failure: HookFailure,
+}
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum HookEvent {
+    /// Before execution.
+    #[serde(rename = "tool:pre")]
+    Pre,
+    /// After execution.
+    #[serde(rename = "tool:post")]
+    Post,
+}
+
+/// The failure policy of a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HookFailure {
+    /// Fail closed: the call is denied.
+    #[default]
+    Deny,
+    /// Fail open: the call goes on as if the hook allowed it.
+    Allow,
 }
 
 /// `[[tools]]`: one module to mount.

@@ -1,0 +1,97 @@
+//! `toolhost batch FILE|-`: JSONL calls in, JSONL results out, in order.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use toolhost_core::wire::codes;
+use toolhost_core::{Status, ToolResult};
+
+use super::approve::{terminal_approver, ApprovalArgs};
+use super::{print_stdout, EXIT_FAILED, EXIT_USAGE};
+use crate::cancel::CancelToken;
+use crate::host::Host;
+use crate::pipeline::{BatchItem, Call, Pipeline};
+
+#[derive(clap::Args, Debug)]
+pub(super) struct BatchArgs {
+    /// JSONL file of calls, or `-` for stdin.
+    file: PathBuf,
+    #[command(flatten)]
+    approval: ApprovalArgs,
+}
+
+pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs) -> ExitCode {
+    let from_stdin = args.file.as_os_str() == "-";
+    let text = if from_stdin {
+        let mut buf = String::new();
+        std::io::stdin().read_to_string(&mut buf).map(|_| buf)
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read the batch {}: {e}", args.file.display());
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+
+    // A malformed line becomes that line's validation error; the rest run.
+    let approver = terminal_approver(!from_stdin);
+    let mut calls = Vec::new();
+    let mut malformed: Vec<(usize, ToolResult)> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<BatchItem>(line) {
+            Ok(item) => {
+                let mut call: Call = item.into();
+                call.approver = approver.clone();
+                calls.push(call);
+            }
+            Err(e) => malformed.push((
+                calls.len() + malformed.len(),
+                ToolResult::failure(
+                    format!("line-{}", n + 1),
+                    Status::ValidationError,
+                    codes::INVALID_INPUT,
+                    format!(
+                        "line {} is not a batch call ({{\"name\", \"input\"}}): {e}",
+                        n + 1
+                    ),
+                ),
+            )),
+        }
+    }
+
+    let show_progress = std::io::stderr().is_terminal();
+    let pipeline = Arc::new(Pipeline::new(host, shutdown).with_pre_approved(args.approval.pre_approved()));
+    let mut results = pipeline
+        .batch(calls, |finished, total| {
+            if show_progress {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r[{finished}/{total}] calls finished");
+                if finished == total {
+                    let _ = writeln!(err);
+                }
+                let _ = err.flush();
+            }
+        })
+        .await;
+    for (position, result) in malformed {
+        results.insert(position.min(results.len()), result);
+    }
+    let mut all_ok = true;
+    for result in &results {
+        all_ok &= result.success;
+        print_stdout(&serde_json::to_string(result).unwrap_or_default());
+    }
+    if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILED)
+    }
+}

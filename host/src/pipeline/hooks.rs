@@ -1,0 +1,233 @@
+//! Stage 4, hooks: plan-configured commands on `tool:pre` and `tool:post`.
+//!
+//! A hook gets the event as JSON on stdin and answers on stdout with
+//! `{"decision": "allow" | "deny" | "modify", "reason"?, "input"?, "output"?}`
+//! (empty output means allow). A pre-hook may deny the call or rewrite its
+//! input (which is validated again); a post-hook may withhold or rewrite the
+//! output. A hook that fails, hangs past its timeout or answers garbage is
+//! killed (its whole process group) and its `on_failure` policy applies.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use globset::{Glob, GlobMatcher};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use toolhost_core::wire::codes;
+use toolhost_core::{Status, ToolResult};
+
+use crate::plan::{HookEntry, HookEvent, HookFailure, Plan};
+use crate::tool::MountedTool;
+
+/// A hook's stdout is read up to this size.
+const MAX_ANSWER_BYTES: u64 = 1024 * 1024;
+
+/// The plan's hooks, compiled.
+pub struct Hooks {
+    hooks: Vec<(HookEntry, GlobMatcher)>,
+    plan_dir: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    decision: Decision,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(default)]
+    output: Option<Value>,
+}
+
+#[derive(Deserialize, PartialEq, Eq, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum Decision {
+    Allow,
+    Deny,
+    Modify,
+}
+
+impl Hooks {
+    /// Compiles the plan's hooks (their globs were checked at parse time).
+    pub fn new(plan: &Plan) -> Hooks {
+        let hooks = plan
+            .hooks
+            .iter()
+            .filter_map(|h| Glob::new(&h.tools).ok().map(|g| (h.clone(), g.compile_matcher())))
+            .collect();
+        Hooks {
+            hooks,
+            plan_dir: plan.file.parent().map(Path::to_path_buf).unwrap_or_default(),
+        }
+    }
+
+    fn matching(&self, event: HookEvent, tool: &str) -> Vec<&HookEntry> {
+        self.hooks
+            .iter()
+            .filter(|(h, m)| h.event == event && m.is_match(tool))
+            .map(|(h, _)| h)
+            .collect()
+    }
+
+    /// Runs the pre-hooks in plan order; returns the (possibly rewritten)
+    /// input and whether any hook rewrote it.
+    pub async fn pre(
+        &self,
+        tool: &MountedTool,
+        id: &str,
+        mut input: Value,
+    ) -> Result<(Value, bool), ToolResult> {
+        let mut modified = false;
+        for hook in self.matching(HookEvent::Pre, tool.name()) {
+            let event = json!({
+                "event": "tool:pre", "tool": tool.name(), "module": tool.module.name,
+                "tool_call_id": id, "input": input,
+            });
+            match self.run(hook, &event).await {
+                Ok(answer) => match answer.decision {
+                    Decision::Allow => {}
+                    Decision::Deny => return Err(denied(tool, id, hook, answer.reason)),
+                    Decision::Modify => match answer.input {
+                        Some(new_input) => {
+                            input = new_input;
+                            modified = true;
+                        }
+                        None => {
+                            return Err(hook_failed(tool, id, hook, "answered modify without an `input`"));
+                        }
+                    },
+                },
+                Err(why) if hook.on_failure == HookFailure::Allow => {
+                    tracing::warn!(hook = ?hook.command, tool = tool.name(), "hook failed, allowed by on_failure: {why}");
+                }
+                Err(why) => return Err(hook_failed(tool, id, hook, &why)),
+            }
+        }
+        Ok((input, modified))
+    }
+
+    /// Runs the post-hooks; they may withhold or rewrite the output.
+    pub async fn post(&self, tool: &MountedTool, input: &Value, mut result: ToolResult) -> ToolResult {
+        let id = result.tool_call_id.clone();
+        for hook in self.matching(HookEvent::Post, tool.name()) {
+            let event = json!({
+                "event": "tool:post", "tool": tool.name(), "module": tool.module.name,
+                "tool_call_id": id, "input": input, "result": result,
+            });
+            match self.run(hook, &event).await {
+                Ok(answer) => match answer.decision {
+                    Decision::Allow => {}
+                    Decision::Deny => return denied(tool, &id, hook, answer.reason),
+                    Decision::Modify => match answer.output {
+                        Some(output) => result.output = output,
+                        None => return hook_failed(tool, &id, hook, "answered modify without an `output`"),
+                    },
+                },
+                Err(why) if hook.on_failure == HookFailure::Allow => {
+                    tracing::warn!(hook = ?hook.command, tool = tool.name(), "post hook failed, allowed by on_failure: {why}");
+                }
+                Err(why) => return hook_failed(tool, &id, hook, &why),
+            }
+        }
+        result
+    }
+
+    /// Runs one hook process with the event on stdin, under its timeout.
+    async fn run(&self, hook: &HookEntry, event: &Value) -> Result<Answer, String> {
+        let program = {
+            let p = Path::new(&hook.command[0]);
+            if p.is_relative() && hook.command[0].contains('/') {
+                self.plan_dir.join(p)
+            } else {
+                p.to_path_buf()
+            }
+        };
+        let mut child = tokio::process::Command::new(&program)
+            .args(&hook.command[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        let pgid = child.id();
+        let mut stdin = child.stdin.take();
+        let mut stdout = child.stdout.take();
+        let payload = event.to_string();
+        let work = async {
+            if let Some(stdin) = stdin.as_mut() {
+                // A hook that ignores stdin may close it early; that is fine.
+                let _ = stdin.write_all(payload.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            }
+            drop(stdin.take());
+            let mut out = Vec::new();
+            if let Some(stdout) = stdout.as_mut() {
+                stdout
+                    .take(MAX_ANSWER_BYTES)
+                    .read_to_end(&mut out)
+                    .await
+                    .map_err(|e| format!("cannot read its answer: {e}"))?;
+            }
+            let status = child
+                .wait()
+                .await
+                .map_err(|e| format!("cannot wait for it: {e}"))?;
+            Ok::<_, String>((status, out))
+        };
+        let outcome = tokio::time::timeout(Duration::from_millis(hook.timeout_ms), work).await;
+        let (status, out) = match outcome {
+            Ok(result) => result?,
+            Err(_) => {
+                if let Some(pgid) = pgid {
+                    // SAFETY: killpg on the group we created for this hook.
+                    unsafe { libc::killpg(pgid as i32, libc::SIGKILL) };
+                }
+                return Err(format!("timed out after {} ms", hook.timeout_ms));
+            }
+        };
+        if !status.success() {
+            return Err(format!("exited with {status}"));
+        }
+        let text = String::from_utf8_lossy(&out);
+        if text.trim().is_empty() {
+            return Ok(Answer {
+                decision: Decision::Allow,
+                reason: None,
+                input: None,
+                output: None,
+            });
+        }
+        serde_json::from_str(text.trim())
+            .map_err(|e| format!("answered something that is not a hook answer: {e}"))
+    }
+}
+
+fn denied(tool: &MountedTool, id: &str, hook: &HookEntry, reason: Option<String>) -> ToolResult {
+    let reason = reason.unwrap_or_else(|| "no reason given".into());
+    ToolResult::failure(
+        id,
+        Status::PolicyDenied,
+        codes::DENIED,
+        format!("a hook denied '{}': {reason}", tool.name()),
+    )
+    .with_details(json!({ "hook": hook.command, "reason": reason }))
+}
+
+fn hook_failed(tool: &MountedTool, id: &str, hook: &HookEntry, why: &str) -> ToolResult {
+    ToolResult::failure(
+        id,
+        Status::PolicyDenied,
+        codes::DENIED,
+        format!(
+            "the hook {:?} for '{}' failed ({why}) and its on_failure policy is deny",
+            hook.command,
+            tool.name()
+        ),
+    )
+    .with_details(json!({ "hook": hook.command, "failure": why }))
+}

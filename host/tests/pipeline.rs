@@ -1,0 +1,449 @@
+//! The pipeline's stages and their refusals, through the real binary.
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Stdio;
+
+use common::{fixture_plan, Called, Env};
+use serde_json::{json, Value};
+
+/// Writes an executable hook script into the env folder.
+fn hook(env: &Env, name: &str, body: &str) -> String {
+    let path = env.path().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// Runs `toolhost batch -` with `lines` on stdin; returns the parsed results.
+fn batch(env: &Env, lines: &[Value], extra: &[&str]) -> (Vec<Value>, i32) {
+    let mut child = env
+        .command()
+        .arg("batch")
+        .arg("-")
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results = stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{e}: {l}\n{}", String::from_utf8_lossy(&out.stderr)))
+        })
+        .collect();
+    (results, out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn deny_by_tool_and_by_effect() {
+    let env = Env::new(&fixture_plan("[policy.tools.echo]\ndecision = \"deny\"\n"));
+    let called = env.call("echo", json!({"message": "x"}));
+    assert_eq!(called.status(), "policy_denied");
+    assert!(
+        called
+            .message()
+            .contains("[policy.tools.echo] decision = \"deny\""),
+        "{}",
+        called.message()
+    );
+    assert_eq!(called.code, 1);
+
+    env.set_plan(&fixture_plan("[policy.effects]\ninternal_mutation = \"deny\"\n"));
+    let called = env.call("write_key", json!({"key": "k"}));
+    assert_eq!(called.status(), "policy_denied");
+    assert!(
+        called.message().contains("internal_mutation"),
+        "{}",
+        called.message()
+    );
+    env.call("echo", json!({"message": "compute is still allowed"}))
+        .assert_success();
+
+    // A tool rule beats an effect rule; default deny with an allow-listed tool.
+    env.set_plan(&fixture_plan(
+        "[policy]\ndefault = \"deny\"\n[policy.tools.echo]\ndecision = \"allow\"\n",
+    ));
+    env.call("echo", json!({"message": "x"})).assert_success();
+    assert_eq!(env.call("sleep", json!({"ms": 1})).status(), "policy_denied");
+}
+
+#[test]
+fn ask_without_a_terminal_requires_approval_and_flags_approve() {
+    let env = Env::new(&fixture_plan(
+        "[policy.tools.echo]\ndecision = \"ask\"\naliases = [\"Say\"]\n",
+    ));
+    let called = env.call("echo", json!({"message": "x"}));
+    assert_eq!(called.status(), "approval_required", "{}", called.result);
+    assert!(
+        called.message().contains("--approve echo"),
+        "{}",
+        called.message()
+    );
+
+    let out = env.run(&["call", "echo", r#"{"message":"x"}"#, "--approve", "echo"]);
+    Called::from_output(out).assert_success();
+    let out = env.run(&["call", "Say", r#"{"message":"via alias"}"#, "--yes"]);
+    assert_eq!(Called::from_output(out).assert_success()["message"], "via alias");
+    // Approving another tool does not approve this one.
+    let out = env.run(&["call", "echo", r#"{"message":"x"}"#, "--approve", "sleep"]);
+    assert_eq!(Called::from_output(out).status(), "approval_required");
+}
+
+#[test]
+fn max_calls_caps_a_tool_per_process() {
+    let env = Env::new(&fixture_plan("[policy.tools.echo]\nmax_calls = 2\n"));
+    let call = json!({"name": "echo", "input": {"message": "x"}});
+    let (results, code) = batch(&env, &[call.clone(), call.clone(), call], &[]);
+    let statuses: Vec<&str> = results.iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["success", "success", "policy_denied"]);
+    assert!(results[2]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("max_calls"));
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_hook_that_denies_shows_its_reason() {
+    let env = Env::new("");
+    let script = hook(
+        &env,
+        "deny.sh",
+        r#"cat >/dev/null; echo '{"decision":"deny","reason":"no echoes today"}'"#,
+    );
+    env.set_plan(&fixture_plan(&format!(
+        "[[hooks]]\nevent = \"tool:pre\"\ntools = \"ec*\"\ncommand = [\"{script}\"]\n"
+    )));
+    let called = env.call("echo", json!({"message": "x"}));
+    assert_eq!(called.status(), "policy_denied");
+    assert!(
+        called.message().contains("no echoes today"),
+        "{}",
+        called.message()
+    );
+    // The glob does not match other tools.
+    env.call("sleep", json!({"ms": 1})).assert_success();
+}
+
+#[test]
+fn a_hook_sees_the_event_and_may_rewrite_the_input() {
+    let env = Env::new("");
+    let seen = env.path().join("seen.json");
+    let script = hook(
+        &env,
+        "rewrite.sh",
+        &format!(
+            r#"cat > {}; echo '{{"decision":"modify","input":{{"message":"rewritten"}}}}'"#,
+            seen.display()
+        ),
+    );
+    env.set_plan(&fixture_plan(&format!(
+        "[[hooks]]\nevent = \"tool:pre\"\ncommand = [\"{script}\"]\n"
+    )));
+    let called = env.call("echo", json!({"message": "original"}));
+    assert_eq!(called.assert_success()["message"], "rewritten");
+    let event: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(event["event"], "tool:pre");
+    assert_eq!(event["tool"], "echo");
+    assert_eq!(event["input"]["message"], "original");
+}
+
+#[test]
+fn a_hook_that_rewrites_into_invalid_input_is_caught() {
+    let env = Env::new("");
+    let script = hook(
+        &env,
+        "bad.sh",
+        r#"cat >/dev/null; echo '{"decision":"modify","input":{"message":42}}'"#,
+    );
+    env.set_plan(&fixture_plan(&format!(
+        "[[hooks]]\nevent = \"tool:pre\"\ncommand = [\"{script}\"]\n"
+    )));
+    let called = env.call("echo", json!({"message": "fine"}));
+    assert_eq!(called.status(), "validation_error");
+    assert!(
+        called.message().contains("hook rewrote the input"),
+        "{}",
+        called.message()
+    );
+}
+
+#[test]
+fn a_hook_that_hangs_is_timed_out_and_its_failure_policy_applies() {
+    let env = Env::new("");
+    let marker = format!("toolhost-hook-{}", std::process::id());
+    let script = hook(&env, "hang.sh", &format!("sleep 30 # {marker}"));
+    env.set_plan(&fixture_plan(&format!(
+        "[[hooks]]\nevent = \"tool:pre\"\ncommand = [\"{script}\"]\ntimeout_ms = 300\n"
+    )));
+    let started = std::time::Instant::now();
+    let called = env.call("echo", json!({"message": "x"}));
+    assert_eq!(called.status(), "policy_denied");
+    assert!(
+        called.message().contains("timed out after 300 ms"),
+        "{}",
+        called.message()
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+
+    env.set_plan(&fixture_plan(&format!(
+        "[[hooks]]\nevent = \"tool:pre\"\ncommand = [\"{script}\"]\ntimeout_ms = 300\non_failure = \"allow\"\n"
+    )));
+    env.call("echo", json!({"message": "fail open"})).assert_success();
+    // The hung hook's process group was killed: no `sleep 30` is left.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let ps = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "hook processes survived: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}
+
+#[test]
+fn a_post_hook_may_rewrite_the_output() {
+    let env = Env::new("");
+    let script = hook(
+        &env,
+        "post.sh",
+        r#"cat >/dev/null; echo '{"decision":"modify","output":{"redacted":true}}'"#,
+    );
+    env.set_plan(&fixture_plan(&format!(
+        "[[hooks]]\nevent = \"tool:post\"\ncommand = [\"{script}\"]\n"
+    )));
+    let called = env.call("echo", json!({"message": "secret"}));
+    assert_eq!(called.assert_success(), &json!({"redacted": true}));
+}
+
+#[test]
+fn batch_orders_conflicting_writes_and_parallelizes_independent_calls() {
+    let env = Env::new(&fixture_plan(""));
+    let writes: Vec<Value> = (0..4)
+        .map(|i| json!({"name": "write_key", "input": {"key": "same", "ms": 150}, "tool_call_id": format!("w{i}")}))
+        .collect();
+    let (results, code) = batch(&env, &writes, &[]);
+    assert_eq!(code, 0);
+    let ids: Vec<&str> = results
+        .iter()
+        .map(|r| r["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["w0", "w1", "w2", "w3"], "results come back in input order");
+    for pair in results.windows(2) {
+        let (a, b) = (&pair[0]["output"], &pair[1]["output"]);
+        assert!(
+            a["end_us"].as_u64().unwrap() <= b["start_us"].as_u64().unwrap(),
+            "writes to one key overlapped or ran out of order: {a} then {b}"
+        );
+    }
+
+    let independent: Vec<Value> = (0..4)
+        .map(|i| json!({"name": "write_key", "input": {"key": format!("k{i}"), "ms": 400}}))
+        .collect();
+    let (results, _) = batch(&env, &independent, &[]);
+    let latest_start = results
+        .iter()
+        .map(|r| r["output"]["start_us"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let earliest_end = results
+        .iter()
+        .map(|r| r["output"]["end_us"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    assert!(
+        latest_start < earliest_end,
+        "independent calls did not run in parallel: {results:?}"
+    );
+
+    // A read between two writes of the same key waits for the first and
+    // holds back the second.
+    let mixed = vec![
+        json!({"name": "write_key", "input": {"key": "m", "ms": 200}}),
+        json!({"name": "sleep", "input": {"key": "m", "ms": 10}}),
+        json!({"name": "write_key", "input": {"key": "m", "ms": 10}}),
+    ];
+    let (results, _) = batch(&env, &mixed, &[]);
+    assert!(results.iter().all(|r| r["success"] == true), "{results:?}");
+    assert!(results[0]["output"]["end_us"].as_u64() <= results[2]["output"]["start_us"].as_u64());
+}
+
+#[test]
+fn batch_reports_bad_lines_in_place_and_keeps_going() {
+    let env = Env::new(&fixture_plan(""));
+    let mut child = env
+        .command()
+        .args(["batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"name\":\"echo\",\"input\":{\"message\":\"a\"}}\nnot json\n{\"name\":\"nope\"}\n{\"name\":\"echo\",\"input\":{\"message\":\"b\"}}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let statuses: Vec<&str> = results.iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["success", "validation_error", "error", "success"]);
+    assert_eq!(results[3]["output"]["message"], "b");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn output_schema_is_checked() {
+    let env = Env::new(&fixture_plan(""));
+    env.call("shape", json!({"valid": true})).assert_success();
+    let called = env.call("shape", json!({"valid": false}));
+    assert_eq!(called.status(), "error");
+    assert_eq!(called.result["error"]["code"], "invalid_output");
+    assert_eq!(
+        called.result["error"]["details"]["violations"][0]["pointer"],
+        "/ok"
+    );
+}
+
+#[test]
+fn audit_log_has_one_line_per_call_denial_and_approval() {
+    let env = Env::new(&fixture_plan(
+        "[policy.tools.sleep]\ndecision = \"deny\"\n[policy.tools.echo]\ndecision = \"ask\"\n",
+    ));
+    let plan = std::fs::read_to_string(&env.plan).unwrap();
+    env.set_plan(&plan.replacen("[host]\n", "[host]\naudit_log = \"audit/log.jsonl\"\n", 1));
+    env.run(&["call", "echo", r#"{"message":"secret words"}"#, "--yes"]);
+    env.call("sleep", json!({"ms": 1}));
+    env.call("echo", json!({"message": "x"}));
+    env.call("write_key", json!({"key": "k"}));
+    let log = std::fs::read_to_string(env.path().join("audit/log.jsonl")).unwrap();
+    let records: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 4, "{log}");
+    assert_eq!(records[0]["decision"], "approved");
+    assert_eq!(records[0]["approved_by"], "flag");
+    assert_eq!(records[0]["status"], "success");
+    assert_eq!(records[0]["module"], "fixture");
+    assert_eq!(records[0]["version"], "0.1.0");
+    assert_eq!(records[0]["effect"], "compute");
+    assert_eq!(records[0]["input_sha256"].as_str().unwrap().len(), 64);
+    assert!(records[0]["input_bytes"].as_u64().unwrap() > 0);
+    assert!(
+        !log.contains("secret words"),
+        "raw inputs must not be stored without opting in"
+    );
+    assert_eq!(records[1]["decision"], "deny");
+    assert_eq!(records[1]["status"], "policy_denied");
+    assert_eq!(records[2]["decision"], "approval_required");
+    assert_eq!(records[3]["decision"], "allow");
+
+    env.set_plan(&plan.replacen(
+        "[host]\n",
+        "[host]\naudit_log = \"audit/raw.jsonl\"\naudit_inputs = true\n",
+        1,
+    ));
+    env.run(&["call", "echo", r#"{"message":"secret words"}"#, "--yes"]);
+    let raw = std::fs::read_to_string(env.path().join("audit/raw.jsonl")).unwrap();
+    assert!(raw.contains("secret words"));
+}
+
+#[test]
+fn idempotent_replay_across_two_processes() {
+    let env = Env::new(&fixture_plan(""));
+    let run = |input: &str| {
+        Called::from_output(env.run(&["call", "write_key", input, "--idempotency-key", "order-42"]))
+    };
+    let first = run(r#"{"key":"k","ms":5}"#);
+    let started = first.assert_success()["start_us"].clone();
+    assert!(first.result["metadata"].get("idempotent_replay").is_none());
+    // A new process replays the recorded result: same output, no new run.
+    let second = run(r#"{"key":"k","ms":5}"#);
+    assert_eq!(second.assert_success()["start_us"], started);
+    assert_eq!(second.result["metadata"]["idempotent_replay"], true);
+    // Same key, different input: an error.
+    let third = run(r#"{"key":"other","ms":5}"#);
+    assert_eq!(third.status(), "validation_error");
+    assert_eq!(third.result["error"]["code"], "idempotency_conflict");
+    // The store lives under the plan's state folder.
+    assert!(env.path().join(".toolhost/idempotency.redb").exists());
+}
+
+#[test]
+fn json_logs_are_one_object_per_line_on_stderr() {
+    let env = Env::new(&fixture_plan("[tools.config]\nlabel = \"json\"\n"));
+    let out = env.run(&["--log-format", "json", "list"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON log line"))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["fields"]["message"] == "fixture mounted: json"),
+        "{stderr}"
+    );
+    // stdout stays clean for results.
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("fixture mounted"));
+}
+
+#[test]
+fn events_reach_observers_in_process() {
+    use std::sync::{Arc, Mutex};
+    let plan_text = format!(
+        "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"fixture\"\n",
+        common::target_dir().display().to_string()
+    );
+    let plan = toolhost::plan::Plan::parse(&plan_text, std::path::Path::new("events.toml")).unwrap();
+    let host = Arc::new(toolhost::host::Host::open(plan).unwrap());
+    assert!(
+        host.events.names().contains(&"fixture:echoed".to_string()),
+        "module-contributed event name"
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    host.events
+        .subscribe(Arc::new(move |name: &str, payload: &Value| {
+            sink.lock().unwrap().push((name.to_string(), payload.clone()));
+        }));
+    let pipeline = toolhost::pipeline::Pipeline::new(host.clone(), toolhost::cancel::CancelToken::new());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (name, input) in [
+        ("echo", json!({"message": "emit"})),
+        ("echo", json!({"message": 1})),
+    ] {
+        rt.block_on(pipeline.call(toolhost::pipeline::Call {
+            name: name.into(),
+            input,
+            ..Default::default()
+        }));
+    }
+    let seen = seen.lock().unwrap();
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["tool:pre", "fixture:echoed", "tool:post", "tool:error"],
+        "{seen:?}"
+    );
+    assert_eq!(seen[2].1["result"]["output"]["message"], "emit");
+    assert!(seen[2].1["duration_ms"].as_f64().is_some());
+    assert_eq!(seen[3].1["result"]["status"], "validation_error");
+    host.shutdown();
+}
