@@ -133,12 +133,13 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
 
 /// A failed result from a `ToolError`, keeping any partial output.
 pub(crate) fn from_error(tool_call_id: &str, error: ToolError) -> ToolResult {
+    let (status, info, output) = error.into_parts();
     ToolResult {
         tool_call_id: tool_call_id.to_string(),
-        status: error.status,
-        success: error.status == Status::Success,
-        output: error.output.unwrap_or(Value::Null),
-        error: Some(error.info),
+        status,
+        success: status == Status::Success,
+        output: output.unwrap_or(Value::Null),
+        error: Some(info),
         metadata: Metadata::default(),
     }
 }

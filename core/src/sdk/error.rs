@@ -12,8 +12,14 @@ use crate::wire::{codes, ErrorInfo, Status};
 /// The status decides how the host and clients treat the failure
 /// (`validation_error` means "fix the input", `policy_denied` means "not
 /// allowed", `error` means the tool failed); the code is for programs.
+///
+/// It is one pointer wide (the details are boxed), so `Result<T, ToolError>`
+/// stays small on the success path.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolError {
+pub struct ToolError(Box<Inner>);
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Inner {
     pub(crate) status: Status,
     pub(crate) info: ErrorInfo,
     pub(crate) output: Option<Value>,
@@ -27,7 +33,7 @@ impl ToolError {
 
     /// A failure with an explicit status.
     pub fn with_status(status: Status, code: impl Into<String>, message: impl Into<String>) -> Self {
-        ToolError {
+        ToolError(Box::new(Inner {
             status,
             info: ErrorInfo {
                 code: code.into(),
@@ -36,7 +42,7 @@ impl ToolError {
                 details: None,
             },
             output: None,
-        }
+        }))
     }
 
     /// The input is wrong in a way the schema could not express.
@@ -66,46 +72,46 @@ impl ToolError {
 
     /// Marks whether retrying the same call may succeed.
     pub fn retryable(mut self, retryable: bool) -> Self {
-        self.info.retryable = retryable;
+        self.0.info.retryable = retryable;
         self
     }
 
     /// Attaches structured particulars (candidates, sizes, violations).
     pub fn with_details(mut self, details: Value) -> Self {
-        self.info.details = Some(details);
+        self.0.info.details = Some(details);
         self
     }
 
     /// Attaches partial output (what a failed command printed, say).
     pub fn with_output(mut self, output: impl Serialize) -> Self {
-        self.output = serde_json::to_value(output).ok();
+        self.0.output = serde_json::to_value(output).ok();
         self
     }
 
     /// The outcome class.
     pub fn status(&self) -> Status {
-        self.status
+        self.0.status
     }
 
     /// The machine-readable code.
     pub fn code(&self) -> &str {
-        &self.info.code
+        &self.0.info.code
     }
 
     /// The message.
     pub fn message(&self) -> &str {
-        &self.info.message
+        &self.0.info.message
     }
 
     /// The structured details, if any.
     pub fn details(&self) -> Option<&Value> {
-        self.info.details.as_ref()
+        self.0.info.details.as_ref()
     }
 }
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}): {}", self.status, self.info.code, self.info.message)
+        write!(f, "{} ({}): {}", self.0.status, self.0.info.code, self.0.info.message)
     }
 }
 
@@ -157,5 +163,12 @@ impl From<String> for MountError {
 impl From<&str> for MountError {
     fn from(message: &str) -> Self {
         MountError(message.to_string())
+    }
+}
+
+impl ToolError {
+    pub(crate) fn into_parts(self) -> (Status, ErrorInfo, Option<Value>) {
+        let inner = *self.0;
+        (inner.status, inner.info, inner.output)
     }
 }
