@@ -18,6 +18,7 @@ pub const HOST_EVENTS: [&str; 3] = ["tool:pre", "tool:post", "tool:error"];
 pub struct EventBus {
     names: RwLock<BTreeSet<String>>,
     observers: RwLock<Vec<Observer>>,
+    observed: std::sync::atomic::AtomicBool,
 }
 
 impl EventBus {
@@ -49,7 +50,14 @@ impl EventBus {
     pub fn subscribe(&self, observer: Observer) {
         if let Ok(mut observers) = self.observers.write() {
             observers.push(observer);
+            self.observed.store(true, std::sync::atomic::Ordering::Release);
         }
+    }
+
+    /// Whether anyone listens (so callers can skip building payloads).
+    pub fn is_observed(&self) -> bool {
+        self.observed.load(std::sync::atomic::Ordering::Acquire)
+            || tracing::enabled!(target: "toolhost::events", tracing::Level::DEBUG)
     }
 
     /// Delivers an event to every observer; an observer that panics is

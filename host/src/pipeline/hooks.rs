@@ -64,6 +64,11 @@ impl Hooks {
         }
     }
 
+    /// Whether any hook listens for `event` (so callers can skip copies).
+    pub fn any(&self, event: HookEvent) -> bool {
+        self.hooks.iter().any(|(h, _)| h.event == event)
+    }
+
     fn matching(&self, event: HookEvent, tool: &str) -> Vec<&HookEntry> {
         self.hooks
             .iter()

@@ -143,7 +143,13 @@ impl Pipeline {
         let started = Instant::now();
         let id = call.tool_call_id.clone().unwrap_or_else(|| self.new_id());
         let span = record::span(&id, &call.name);
-        let (name, input) = (call.name.clone(), call.input.clone());
+        let name = call.name.clone();
+        // The input is kept for the record only when someone will read it.
+        let input = if self.audit.is_some() || self.host.events.is_observed() {
+            call.input.clone()
+        } else {
+            Value::Null
+        };
         let mut trace = Trace::for_call(&call);
         let mut result = async {
             match self.prepare(&id, call, &mut trace).await {
@@ -231,7 +237,7 @@ impl Pipeline {
         let Prepared {
             id,
             tool,
-            input,
+            mut input,
             cancel,
             progress,
         } = prepared;
@@ -241,10 +247,15 @@ impl Pipeline {
             timeout: self.timeout_for(&tool),
             grace: Duration::from_millis(self.host.plan.host.cancel_grace_ms),
         };
+        let post_hooks = self.hooks.any(crate::plan::HookEvent::Post);
         let request = CallRequest {
             tool_call_id: id.clone(),
             name: tool.module_name.clone(),
-            input: input.clone(),
+            input: if post_hooks {
+                input.clone()
+            } else {
+                std::mem::take(&mut input)
+            },
             deadline_ms: Some(limits.timeout.as_millis() as u64),
             working_dir: self.host.plan.working_dir.to_string_lossy().into_owned(),
         };
@@ -252,7 +263,11 @@ impl Pipeline {
         // 7. post-process
         let result = postprocess::check_output(&tool, result);
         let result = postprocess::bound(result, self.host.plan.host.max_output_bytes as usize);
-        let result = self.hooks.post(&tool, &input, result).await;
+        let result = if post_hooks {
+            self.hooks.post(&tool, &input, result).await
+        } else {
+            result
+        };
         self.remember(&tool, trace, &result);
         result
     }

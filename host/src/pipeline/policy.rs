@@ -53,22 +53,31 @@ fn rule_for<'p>(plan: &'p Plan, tool: &MountedTool) -> Option<&'p ToolRule> {
         .find_map(|name| plan.policy.tools.get(name))
 }
 
+/// Which rule made a decision (rendered only when a message needs it).
+#[derive(Clone, Copy)]
+enum Rule {
+    Tool,
+    Effect,
+    Default,
+}
+
 /// The decision and the rule that made it.
-pub fn decide(plan: &Plan, tool: &MountedTool) -> (Decision, String) {
+fn decide(plan: &Plan, tool: &MountedTool) -> (Decision, Rule) {
     if let Some(decision) = rule_for(plan, tool).and_then(|r| r.decision) {
-        return (
-            decision,
-            format!("[policy.tools.{}] decision = \"{}\"", tool.name(), word(decision)),
-        );
+        return (decision, Rule::Tool);
     }
     if let Some(decision) = plan.policy.effects.get(&tool.spec.effect) {
-        return (
-            *decision,
-            format!("[policy.effects] {} = \"{}\"", tool.spec.effect, word(*decision)),
-        );
+        return (*decision, Rule::Effect);
     }
-    let decision = plan.policy.default;
-    (decision, format!("[policy] default = \"{}\"", word(decision)))
+    (plan.policy.default, Rule::Default)
+}
+
+fn describe(rule: Rule, decision: Decision, tool: &MountedTool) -> String {
+    match rule {
+        Rule::Tool => format!("[policy.tools.{}] decision = \"{}\"", tool.name(), word(decision)),
+        Rule::Effect => format!("[policy.effects] {} = \"{}\"", tool.spec.effect, word(decision)),
+        Rule::Default => format!("[policy] default = \"{}\"", word(decision)),
+    }
 }
 
 fn word(d: Decision) -> &'static str {
@@ -89,7 +98,8 @@ pub async fn check(
     id: &str,
     input: &Value,
 ) -> Result<Verdict, ToolResult> {
-    let (decision, rule) = decide(plan, tool);
+    let (decision, source) = decide(plan, tool);
+    let rule = || describe(source, decision, tool);
     let verdict = match decision {
         Decision::Deny => {
             return Err(ToolResult::failure(
@@ -97,11 +107,12 @@ pub async fn check(
                 Status::PolicyDenied,
                 codes::DENIED,
                 format!(
-                    "'{}' is denied by the plan ({rule}); do not retry it",
-                    tool.name()
+                    "'{}' is denied by the plan ({}); do not retry it",
+                    tool.name(),
+                    rule()
                 ),
             )
-            .with_details(json!({ "rule": rule })));
+            .with_details(json!({ "rule": rule() })));
         }
         Decision::Allow => Verdict::Allowed,
         Decision::Ask => {
@@ -113,7 +124,7 @@ pub async fn check(
             } else if let Some(approver) = approver {
                 let request = ApprovalRequest {
                     tool: tool.name().to_string(),
-                    reason: rule.clone(),
+                    reason: rule(),
                     input: input.clone(),
                 };
                 if approver(request).await {
@@ -125,7 +136,7 @@ pub async fn check(
                         codes::DENIED,
                         format!("the user declined to run '{}'", tool.name()),
                     )
-                    .with_details(json!({ "rule": rule, "approval": "declined" })));
+                    .with_details(json!({ "rule": rule(), "approval": "declined" })));
                 }
             } else {
                 return Err(ToolResult::failure(
@@ -133,13 +144,14 @@ pub async fn check(
                     Status::ApprovalRequired,
                     codes::APPROVAL_REQUIRED,
                     format!(
-                        "'{}' needs approval ({rule}) and nobody can be asked here; \
+                        "'{}' needs approval ({}) and nobody can be asked here; \
                          rerun with --approve {} or --yes, or change the plan",
                         tool.name(),
+                        rule(),
                         tool.name()
                     ),
                 )
-                .with_details(json!({ "rule": rule })));
+                .with_details(json!({ "rule": rule() })));
             }
         }
     };

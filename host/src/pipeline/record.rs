@@ -47,6 +47,9 @@ impl Trace {
 
 /// Emits `tool:pre` before execution.
 pub fn pre(events: &EventBus, tool: &MountedTool, id: &str, input: &Value) {
+    if !events.is_observed() {
+        return;
+    }
     events.emit(
         "tool:pre",
         &json!({ "tool": tool.name(), "tool_call_id": id, "input": input }),
@@ -65,11 +68,13 @@ pub fn finish(
 ) {
     let ms = elapsed.as_secs_f64() * 1000.0;
     let module = trace.tool.as_ref().map(|t| t.module.name.as_str());
-    let event = if result.success { "tool:post" } else { "tool:error" };
-    events.emit(
-        event,
-        &json!({ "tool": name, "tool_call_id": result.tool_call_id, "input": input, "result": result, "duration_ms": ms }),
-    );
+    if events.is_observed() {
+        let event = if result.success { "tool:post" } else { "tool:error" };
+        events.emit(
+            event,
+            &json!({ "tool": name, "tool_call_id": result.tool_call_id, "input": input, "result": result, "duration_ms": ms }),
+        );
+    }
     if result.success {
         tracing::debug!(status = %result.status, module, duration_ms = ms, "call finished");
     } else {
