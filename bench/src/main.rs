@@ -2,9 +2,13 @@
 //! measurements, printed as one table of medians. `--quick` takes fewer
 //! samples; a name argument runs only that area.
 
+mod bash;
+mod filesystem;
 mod host;
+mod mcp;
 mod pipeline;
 mod report;
+mod web;
 
 use std::path::PathBuf;
 
@@ -27,8 +31,14 @@ fn main() -> anyhow::Result<()> {
         rows: Vec::new(),
         quick,
     };
-    let areas: [(&str, fn(&mut Bench) -> anyhow::Result<()>); 2] =
-        [("host", host::run), ("pipeline", pipeline::run)];
+    let areas: [(&str, fn(&mut Bench) -> anyhow::Result<()>); 6] = [
+        ("host", host::run),
+        ("pipeline", pipeline::run),
+        ("filesystem", filesystem::run),
+        ("bash", bash::run),
+        ("web", web::run),
+        ("mcp", mcp::run),
+    ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {
             if let Err(e) = run(&mut bench) {

@@ -447,3 +447,62 @@ fn events_reach_observers_in_process() {
     assert_eq!(seen[3].1["result"]["status"], "validation_error");
     host.shutdown();
 }
+
+#[test]
+fn timeouts_come_from_the_plan_then_the_spec_then_the_default() {
+    let remaining = |env: &Env, tool: &str| {
+        let called = env.call(tool, json!({}));
+        called.assert_success()["remaining_ms"].as_u64().unwrap()
+    };
+    // The spec asks for 7 s; the host default is 30 s in fixture plans.
+    let env = Env::new(&fixture_plan(""));
+    let spec = remaining(&env, "deadline");
+    assert!((5_000..=7_000).contains(&spec), "{spec}");
+    // A plan rule beats the spec.
+    env.set_plan(&fixture_plan("[policy.tools.deadline]\ntimeout_secs = 3\n"));
+    let plan = remaining(&env, "deadline");
+    assert!((1_000..=3_000).contains(&plan), "{plan}");
+    // Without either, the host default applies (echo has no spec timeout).
+    let env = Env::new("[host]\ndefault_timeout_secs = 11\n[[tools]]\nmodule = \"fixture\"\n");
+    let called = env.call("echo", json!({"message": "x"}));
+    called.assert_success();
+    let spec_again = remaining(&env, "deadline");
+    assert!(spec_again <= 7_000, "the spec's 7 s beats the default 11 s: {spec_again}");
+}
+
+#[test]
+fn a_terminal_user_is_asked_and_the_answer_counts() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let env = Env::new(&fixture_plan("[policy.tools.echo]\ndecision = \"ask\"\n"));
+    let run = |answer: &str| {
+        let cmd = format!(
+            "{} --plan {} call echo '{{\"message\":\"hi\"}}'",
+            env!("CARGO_BIN_EXE_toolhost"),
+            env.plan.display()
+        );
+        let mut child = std::process::Command::new("script")
+            .args(["-qfec", &cmd, "/dev/null"])
+            .current_dir(env.path())
+            .env("TOOLHOST_MODULE_PATH", common::target_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        // Answer once the prompt is up.
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        let _ = writeln!(stdin, "{answer}");
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let yes = run("y");
+    assert!(yes.contains("Allow? [y/N]"), "{yes}");
+    assert!(yes.contains("\"status\": \"success\""), "{yes}");
+    let no = run("n");
+    assert!(no.contains("\"status\": \"policy_denied\""), "{no}");
+    assert!(no.contains("declined"), "{no}");
+}

@@ -3,8 +3,16 @@
 //! - `test`: build every crate (the tests load the real cdylibs), run the
 //!   Rust tests, then the MCP client tests when Python is available.
 //! - `bench`: build in release and print the benchmark table.
+//! - `validate-module`: check a module library (or crate) in child processes.
+//! - `new-module`: scaffold a standalone module crate.
 
+mod scaffold;
 mod tasks;
+mod validate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -31,19 +39,95 @@ enum Task {
         /// Only these areas (host, filesystem, bash, web, pipeline, mcp).
         areas: Vec<String>,
     },
+    /// Check a module library (or a crate folder, built in release first):
+    /// loading, mount, names, descriptions, schemas, spec fields and
+    /// behaviour, each in a child process. Exit 0 when nothing fails.
+    ValidateModule {
+        /// A module library (`.so`) or a crate folder.
+        target: PathBuf,
+        /// Config handed to mount: JSON text, or a `.json` / `.toml` file.
+        #[arg(long)]
+        config: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t)]
+        format: validate::report::Format,
+        /// Warnings fail too.
+        #[arg(long)]
+        strict: bool,
+        /// Deadline of each behaviour call, in milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        call_timeout_ms: u64,
+        /// How soon a cancelled call must return, in milliseconds.
+        #[arg(long, default_value_t = 2_000)]
+        cancel_bound_ms: u64,
+        /// Worker processes at once (default: the number of CPUs).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Skip the behaviour checks of this tool (repeatable).
+        #[arg(long = "skip-tool", value_name = "TOOL")]
+        skip_tools: Vec<String>,
+    },
+    /// Scaffold a standalone module crate (one sample tool, tests, README,
+    /// a mount-plan snippet and a CI snippet).
+    NewModule {
+        /// The module's name (lower-case letters, digits, `-` or `_`).
+        name: String,
+        /// Where to create it (default: `./toolhost-NAME`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Internal: runs one group of validate-module checks in this process.
+    #[command(name = "__validate-worker", hide = true)]
+    ValidateWorker {
+        /// The job file.
+        job: PathBuf,
+    },
 }
 
-fn main() -> std::process::ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.task {
         Task::Test { args } => tasks::test(&args),
         Task::Bench { quick, areas } => tasks::bench(quick, &areas),
+        Task::ValidateModule {
+            target,
+            config,
+            format,
+            strict,
+            call_timeout_ms,
+            cancel_bound_ms,
+            jobs,
+            skip_tools,
+        } => {
+            let opts = validate::Options {
+                target,
+                config,
+                format,
+                strict,
+                call_timeout: Duration::from_millis(call_timeout_ms),
+                cancel_bound: Duration::from_millis(cancel_bound_ms),
+                jobs: jobs
+                    .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                    .unwrap_or(2),
+                skip_tools,
+            };
+            return match validate::run(&opts) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("validate-module: {e:#}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        Task::NewModule { name, dir } => scaffold::new_module(&name, dir.as_deref()),
+        Task::ValidateWorker { job } => return validate::worker::main(&job),
     };
     match outcome {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("xtask: {e:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }

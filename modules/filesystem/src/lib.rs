@@ -1,1 +1,70 @@
+//! The filesystem module: read_file, write_file, edit_file, list_directory,
+//! glob and grep behind one path policy.
+//!
+//! Every path is checked by components against the allowed roots and the
+//! deny rules, then opened by the kernel beneath an opened root handle
+//! (openat2 with RESOLVE_BENEATH), so neither a prefix sibling, a symlink
+//! pointing out, nor a folder swapped for a symlink mid-call can escape.
+//! Writes are atomic (temp file, fsync, rename in the same folder handle)
+//! and guarded: a file must be read in this process before it is replaced.
 
+#![warn(missing_docs)]
+
+pub mod atomic;
+pub mod config;
+pub mod edit;
+pub mod guard;
+pub mod listing;
+pub mod policy;
+pub mod search;
+pub mod state;
+pub mod text;
+pub mod tools;
+pub mod walk;
+
+use std::sync::Arc;
+
+use toolhost_core::{Cleanup, Coordinator, Level, MountError};
+
+pub use config::Config;
+use state::Shared;
+
+toolhost_core::export_module! {
+    name: "filesystem",
+    description: "Files: read_file, write_file, edit_file, list_directory, glob, grep, confined to allowed folders",
+    mount: mount,
+}
+
+/// Compiles the policy and registers every tool.
+pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, MountError> {
+    let state = build_state(coordinator.working_dir(), config).map_err(MountError::new)?;
+    for root in state.policy.read_roots().roots.iter() {
+        if !root.canonical.is_dir() {
+            coordinator.log(
+                Level::Warn,
+                format!(
+                    "allowed folder {:?} does not exist (yet); nothing can be read there",
+                    root.configured
+                ),
+            );
+        }
+    }
+    coordinator.register(tools::read_file::ReadFile { state: state.clone() })?;
+    coordinator.register(tools::write_file::WriteFile { state: state.clone() })?;
+    coordinator.register(tools::edit_file::EditFile { state: state.clone() })?;
+    coordinator.register(tools::list_directory::ListDirectory { state: state.clone() })?;
+    coordinator.register(tools::glob::Glob { state: state.clone() })?;
+    coordinator.register(tools::grep::Grep { state })?;
+    Ok(Cleanup::none())
+}
+
+/// The shared state for a config and a mount-time working dir (also used by tests).
+pub fn build_state(working_dir: &std::path::Path, config: Config) -> Result<state::State, String> {
+    let policy = policy::Policy::new(&config, working_dir)?;
+    Ok(Arc::new(Shared {
+        policy,
+        config,
+        reads: Default::default(),
+        locks: Default::default(),
+    }))
+}

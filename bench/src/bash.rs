@@ -1,0 +1,111 @@
+//! Bash benchmarks: `true` through the bash tool (in-process pipeline, real
+//! cdylib) against a raw spawn of `/bin/bash -c true`, side by side; and the
+//! host's RSS growth while `yes` floods a command for 10 s (3 s in quick
+//! mode).
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use toolhost::cancel::CancelToken;
+use toolhost::host::Host;
+use toolhost::pipeline::{Call, Pipeline};
+use toolhost::plan::Plan;
+
+use crate::report::{Bench, Stats};
+
+pub fn run(b: &mut Bench) -> anyhow::Result<()> {
+    if !b.target_dir.join("libtoolhost_bash.so").exists() {
+        anyhow::bail!("libtoolhost_bash.so is not built in {}", b.target_dir.display());
+    }
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("bash.toml");
+    let text = format!(
+        "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"bash\"\n[tools.config]\nspill_output = false\n",
+        b.target_dir.display().to_string()
+    );
+    std::fs::write(&file, &text)?;
+    let host = Arc::new(Host::open(Plan::load(&file)?)?);
+    let pipeline = Pipeline::new(host.clone(), CancelToken::new());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let call = |command: &str| {
+        runtime.block_on(pipeline.call(Call {
+            name: "bash".into(),
+            input: json!({ "command": command }),
+            ..Call::default()
+        }))
+    };
+
+    // Interleave the two so drift on the machine hits both alike.
+    let n = b.n(300);
+    let (mut tool, mut raw) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n + 10 {
+        let t = std::time::Instant::now();
+        let status = Command::new("/bin/bash")
+            .args(["-c", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()?;
+        let raw_t = t.elapsed();
+        anyhow::ensure!(status.status.success(), "bash -c true failed");
+        let t = std::time::Instant::now();
+        let result = call("true");
+        let tool_t = t.elapsed();
+        anyhow::ensure!(result.success, "bash tool failed: {:?}", result.error);
+        if i >= 10 {
+            raw.push(raw_t);
+            tool.push(tool_t);
+        }
+    }
+    let raw = Stats::of(raw);
+    b.row("bash", "raw spawn: /bin/bash -c true (piped output)", raw, None);
+    b.ratio_row(
+        "bash",
+        "bash tool: `true` through the pipeline",
+        Stats::of(tool),
+        raw,
+        1.3,
+    );
+
+    // RSS growth while `yes` floods for 10 s (quick: 3 s).
+    let secs = if b.quick { 3 } else { 10 };
+    let before = rss_kib();
+    let t = std::time::Instant::now();
+    let result = runtime.block_on(pipeline.call(Call {
+        name: "bash".into(),
+        input: json!({ "command": "yes", "timeout": secs }),
+        ..Call::default()
+    }));
+    let took = t.elapsed();
+    let grown = rss_kib().saturating_sub(before);
+    let bytes = result.output["stdout_bytes"].as_u64().unwrap_or(0);
+    println!(
+        "bash: `yes` for {secs} s: {} MiB streamed, host RSS grew {grown} KiB (cap 30000 B per stream)",
+        bytes / (1024 * 1024)
+    );
+    // Shown as a "duration" row: the KiB figure is in the name.
+    b.row(
+        "bash",
+        format!(
+            "`yes` {secs} s: RSS +{grown} KiB ({} MiB streamed)",
+            bytes / (1024 * 1024)
+        ),
+        Stats::of(vec![took]),
+        Some(Duration::from_secs(secs + 3)),
+    );
+    host.shutdown();
+    Ok(())
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}

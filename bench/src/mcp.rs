@@ -1,0 +1,251 @@
+//! MCP server benchmarks, driven as a real client would: spawn
+//! `toolhost serve`, speak JSON-RPC lines over its stdin/stdout (a minimal
+//! client written here with std), and measure start to initialized, the
+//! server's resident memory while serving, and the server's CPU time per
+//! small call (from /proc, so client overhead is not counted).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::report::{Bench, Row, Stats};
+
+const GROUP: &str = "mcp";
+
+pub fn run(b: &mut Bench) -> anyhow::Result<()> {
+    let bin = b.target_dir.join("toolhost");
+    anyhow::ensure!(
+        bin.is_file(),
+        "{} is missing (cargo build --release)",
+        bin.display()
+    );
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("small.txt"), "one\ntwo\nthree\nfour\nfive\n")?;
+    let modules = b.target_dir.display().to_string();
+    let fixture_plan = dir.path().join("fixture.toml");
+    std::fs::write(
+        &fixture_plan,
+        format!("[host]\nmodule_path = [{modules:?}]\n[[tools]]\nmodule = \"fixture\"\n"),
+    )?;
+
+    // Start → initialized, each time a fresh process.
+    let mut starts = Vec::new();
+    for i in 0..b.n(30) + 2 {
+        let started = Instant::now();
+        let server = Server::start(&bin, &fixture_plan, dir.path())?;
+        let took = started.elapsed();
+        server.stop();
+        if i >= 2 {
+            starts.push(took); // the first two warm the page cache
+        }
+    }
+    b.row(
+        GROUP,
+        "serve (stdio): spawn → initialized",
+        Stats::of(starts),
+        Some(Duration::from_millis(20)),
+    );
+
+    // Per-call CPU and memory: echo on the fixture, read_file when the
+    // filesystem module mounts.
+    let mut cases = vec![("echo", fixture_plan.clone(), json!({"message": "hello"}))];
+    if b.target_dir.join("libtoolhost_filesystem.so").exists() {
+        let fs_plan = dir.path().join("filesystem.toml");
+        std::fs::write(
+            &fs_plan,
+            format!("[host]\nmodule_path = [{modules:?}]\n[[tools]]\nmodule = \"filesystem\"\n"),
+        )?;
+        cases.push(("read_file", fs_plan, json!({"file_path": "small.txt"})));
+    }
+    for (tool, plan, input) in cases {
+        let mut server = match Server::start(&bin, &plan, dir.path()) {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("bench mcp: skipping {tool}: {e:#}");
+                continue;
+            }
+        };
+        if let Err(e) = per_call(b, &mut server, tool, &input) {
+            eprintln!("bench mcp: {tool}: {e:#}");
+        }
+        server.stop();
+    }
+    Ok(())
+}
+
+/// Round trip, server CPU per call, and resident memory after the calls.
+fn per_call(b: &mut Bench, server: &mut Server, tool: &str, input: &Value) -> anyhow::Result<()> {
+    let params = json!({"name": tool, "arguments": input});
+    // Warm up, and check the call works.
+    for _ in 0..50 {
+        let response = server.request("tools/call", params.clone())?;
+        anyhow::ensure!(
+            response["result"]["isError"] == json!(false),
+            "{tool} failed: {response}"
+        );
+    }
+    let calls = b.n(2000);
+    let rounds = if b.quick { 3 } else { 7 };
+    let mut cpu = Vec::new();
+    let mut trips = Vec::new();
+    for _ in 0..rounds {
+        let before = server.cpu_time()?;
+        let started = Instant::now();
+        for _ in 0..calls {
+            server.request("tools/call", params.clone())?;
+        }
+        trips.push(started.elapsed() / calls as u32);
+        cpu.push((server.cpu_time()? - before) / calls as u32);
+    }
+    b.row(
+        GROUP,
+        format!("tools/call {tool}: client round trip"),
+        Stats::of(trips),
+        None,
+    );
+    b.row(
+        GROUP,
+        format!("tools/call {tool}: server CPU per call"),
+        Stats::of(cpu),
+        Some(Duration::from_micros(50)),
+    );
+    let rss = server.rss_kib()?;
+    let mib = rss as f64 / 1024.0;
+    b.rows.push(Row {
+        group: GROUP,
+        name: format!("resident memory while serving ({tool}): {mib:.1} MiB"),
+        stats: Stats::of(vec![Duration::ZERO]),
+        target: Some("≤ 20 MiB".into()),
+        met: Some(mib <= 20.0),
+    });
+    Ok(())
+}
+
+/// A `toolhost serve` process and a line-based JSON-RPC client to it.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    line: String,
+}
+
+impl Server {
+    /// Spawns the server and completes the MCP handshake.
+    fn start(bin: &Path, plan: &Path, cwd: &Path) -> anyhow::Result<Server> {
+        let mut child = Command::new(bin)
+            .arg("--plan")
+            .arg(plan)
+            .arg("serve")
+            .current_dir(cwd)
+            .env("RUST_LOG", "warn")
+            .env_remove("TOOLHOST_MODULE_PATH")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            anyhow::bail!("no pipes to the server");
+        };
+        let mut server = Server {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            next_id: 1,
+            line: String::new(),
+        };
+        let init = server.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "toolhost-bench", "version": "0"}
+            }),
+        )?;
+        anyhow::ensure!(init.get("result").is_some(), "initialize failed: {init}");
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        Ok(server)
+    }
+
+    fn send(&mut self, message: &Value) -> anyhow::Result<()> {
+        let mut text = message.to_string();
+        text.push('\n');
+        self.stdin.write_all(text.as_bytes())?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    /// Sends a request and returns its response (skipping notifications).
+    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            self.line.clear();
+            anyhow::ensure!(
+                self.stdout.read_line(&mut self.line)? > 0,
+                "the server closed stdout"
+            );
+            let message: Value = serde_json::from_str(&self.line)?;
+            if message.get("id") == Some(&json!(id)) {
+                return Ok(message);
+            }
+        }
+    }
+
+    /// The server's user + system CPU time so far.
+    fn cpu_time(&self) -> anyhow::Result<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // Fields after the command name (which may hold spaces) start at
+        // field 3; utime and stime are fields 14 and 15.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        let total = ticks(11) + ticks(12);
+        Ok(Duration::from_secs_f64(total as f64 / clock_ticks()))
+    }
+
+    /// VmRSS in KiB.
+    fn rss_kib(&self) -> anyhow::Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("no VmRSS in /proc/{}/status", self.child.id()))
+    }
+
+    /// Closes stdin (the client leaves) and reaps the process.
+    fn stop(self) {
+        let Server { mut child, stdin, .. } = self;
+        drop(stdin);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux in practice).
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|t| *t > 0.0)
+            .unwrap_or(100.0)
+    })
+}

@@ -1,0 +1,138 @@
+//! The MCP server handler: initialize, tools/list and tools/call over the
+//! plan's tools, each call through the shared pipeline.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use super::{convert, elicit, progress};
+use crate::cancel::CancelToken;
+use crate::pipeline::{Call, Pipeline};
+
+/// Serves one plan's tools. Cheap to clone: the HTTP transport makes one
+/// per session, all sharing the pipeline (one audit log, one set of
+/// per-process limits).
+#[derive(Clone)]
+pub struct ToolhostServer {
+    pipeline: Arc<Pipeline>,
+    tools: Arc<Vec<Tool>>,
+    gone: CancelToken,
+}
+
+impl ToolhostServer {
+    /// A server over `pipeline`. `gone` fires when the client is gone (stdin
+    /// closed, session ended): every call in flight is then cancelled.
+    pub fn new(pipeline: Arc<Pipeline>, gone: CancelToken) -> Self {
+        let tools = pipeline
+            .host()
+            .tools()
+            .iter()
+            .map(|t| convert::tool(&t.spec))
+            .collect();
+        ToolhostServer {
+            pipeline,
+            tools: Arc::new(tools),
+            gone,
+        }
+    }
+
+    /// The same server for another client connection.
+    pub fn for_connection(&self, gone: CancelToken) -> Self {
+        ToolhostServer {
+            pipeline: self.pipeline.clone(),
+            tools: self.tools.clone(),
+            gone,
+        }
+    }
+}
+
+impl ServerHandler for ToolhostServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut implementation = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
+        implementation.title = Some("toolhost".into());
+        implementation.description =
+            Some("Tools from a toolhost mount plan, run under its policy and audit.".into());
+        info.server_info = implementation;
+        info
+    }
+
+    /// Server-to-client requests (elicitation for approvals) are forbidden
+    /// from 2026-07-28 on; until approvals move to input-required results,
+    /// negotiate no later than 2025-11-25.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        tracing::info!(
+            client = %request.client_info.name,
+            client_version = %request.client_info.version,
+            protocol = %request.protocol_version,
+            elicitation = request.capabilities.elicitation.is_some(),
+            "MCP client connected"
+        );
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let cancel = CancelToken::new();
+        let reporter = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress::Reporter::start(context.peer.clone(), token));
+        let call = Call {
+            name: request.name.into_owned(),
+            input: Value::Object(request.arguments.unwrap_or_default()),
+            cancel: Some(cancel.clone()),
+            progress: reporter.as_ref().map(progress::Reporter::sink),
+            approver: elicit::approver(&context.peer, cancel.clone()),
+            ..Call::default()
+        };
+        // Boxed: the pipeline's future is large, and rmcp moves the handler's
+        // future into a task per request.
+        let mut running = Box::pin(self.pipeline.call(call));
+        let result = tokio::select! {
+            result = &mut running => result,
+            // notifications/cancelled for this request, the session closing,
+            // or the client gone: the tool stops, and its result is still
+            // awaited so the call is recorded.
+            _ = context.ct.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
+            _ = self.gone.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
+        };
+        if let Some(reporter) = reporter {
+            reporter.finish().await;
+        }
+        Ok(convert::call_result(result).into())
+    }
+}

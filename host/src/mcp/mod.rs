@@ -1,0 +1,19 @@
+//! `toolhost serve`: the plan's tools over the Model Context Protocol.
+//!
+//! The tools are only known once the plan has loaded, so the server is a
+//! hand-written [`rmcp::ServerHandler`] ([`handler::ToolhostServer`]) rather
+//! than rmcp's compile-time tool macros. Every `tools/call` runs through the
+//! same [`crate::pipeline::Pipeline`] as `toolhost call`.
+//!
+//! Transports: stdio ([`stdio::serve`]) and streamable HTTP ([`http::serve`]),
+//! the latter behind a bearer token ([`auth`]) whenever it leaves loopback.
+
+pub mod auth;
+pub mod convert;
+pub mod elicit;
+pub mod handler;
+pub mod http;
+pub mod progress;
+pub mod stdio;
+
+pub use handler::ToolhostServer;

@@ -1,0 +1,94 @@
+//! A call's progress callbacks as MCP `notifications/progress`, sent only
+//! when the client asked for them with a `progressToken`.
+//!
+//! A tool reports progress from its blocking thread; the reports go through
+//! a channel to one task per call that sends them in order, so a slow
+//! client never blocks the tool.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
+
+use crate::context::ProgressSink;
+
+/// How long a finished call waits for its queued reports to go out.
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// Forwards one call's progress reports to the client.
+pub struct Reporter {
+    tx: mpsc::UnboundedSender<Value>,
+    done: Arc<Notify>,
+    task: JoinHandle<()>,
+}
+
+impl Reporter {
+    /// Starts forwarding reports for `token` to `peer`.
+    pub fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Reporter {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+        let done = Arc::new(Notify::new());
+        let finished = done.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    report = rx.recv() => match report {
+                        Some(report) => send(&peer, &token, &report).await,
+                        None => break,
+                    },
+                    _ = finished.notified() => {
+                        while let Ok(report) = rx.try_recv() {
+                            send(&peer, &token, &report).await;
+                        }
+                        break;
+                    }
+                }
+            }
+        });
+        Reporter { tx, done, task }
+    }
+
+    /// The sink handed to the pipeline.
+    pub fn sink(&self) -> ProgressSink {
+        let tx = self.tx.clone();
+        Arc::new(move |report: Value| {
+            // The receiver is gone only once the call has finished.
+            let _ = tx.send(report);
+        })
+    }
+
+    /// Sends what is still queued, then stops; called when the call ends so
+    /// progress goes out before the result.
+    pub async fn finish(self) {
+        self.done.notify_one();
+        let mut task = self.task;
+        if tokio::time::timeout(DRAIN, &mut task).await.is_err() {
+            task.abort();
+        }
+    }
+}
+
+/// Turns `{"progress": n, "total"?: n, "message"?: s}` into a notification;
+/// a report without a number is dropped.
+pub fn param(token: &ProgressToken, report: &Value) -> Option<ProgressNotificationParam> {
+    let progress = report.get("progress").and_then(Value::as_f64)?;
+    let mut param = ProgressNotificationParam::new(token.clone(), progress);
+    if let Some(total) = report.get("total").and_then(Value::as_f64) {
+        param = param.with_total(total);
+    }
+    if let Some(message) = report.get("message").and_then(Value::as_str) {
+        param = param.with_message(message);
+    }
+    Some(param)
+}
+
+async fn send(peer: &Peer<RoleServer>, token: &ProgressToken, report: &Value) {
+    let Some(param) = param(token, report) else { return };
+    if let Err(e) = peer.notify_progress(param).await {
+        tracing::debug!("cannot send a progress notification: {e}");
+    }
+}

@@ -1,0 +1,128 @@
+//! `toolhost serve` driven by rmcp's own client over stdio: the handshake,
+//! the tool list, calls and their errors, progress and cancellation.
+
+mod common;
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{fixture_plan, Env};
+use rmcp::model::{CallToolRequestParams, ClientRequest, JsonObject, ProgressNotificationParam, Request};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+/// Records progress notifications.
+#[derive(Clone, Default)]
+struct Client {
+    progress: Arc<Mutex<Vec<f64>>>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(mut seen) = self.progress.lock() {
+            seen.push(params.progress);
+        }
+    }
+}
+
+async fn connect(env: &Env) -> (RunningService<RoleClient, Client>, Client) {
+    let mut cmd = tokio::process::Command::from(env.command());
+    cmd.arg("serve");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn toolhost serve");
+    let client = Client::default();
+    let running = client.clone().serve(transport).await.expect("initialize");
+    (running, client)
+}
+
+fn args(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+#[tokio::test]
+async fn initialize_list_and_call() {
+    let env = Env::new(&fixture_plan(""));
+    let (client, _) = connect(&env).await;
+    let info = client.peer_info().expect("server info");
+    let server = info.server_info.clone().expect("serverInfo");
+    assert_eq!(server.name, "toolhost");
+    assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let echo = tools.iter().find(|t| t.name == "echo").expect("echo listed");
+    let hints = echo.annotations.clone().expect("annotations");
+    assert_eq!(hints.read_only_hint, Some(true));
+    assert_eq!(hints.destructive_hint, Some(false));
+    let shape = tools.iter().find(|t| t.name == "shape").expect("shape listed");
+    assert!(shape.output_schema.is_some());
+
+    let result = client
+        .call_tool(CallToolRequestParams::new("echo").with_arguments(args(json!({"message": "hi"}))))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"message": "hi", "data": null}))
+    );
+
+    let invalid = client
+        .call_tool(CallToolRequestParams::new("echo").with_arguments(args(json!({"nope": 1}))))
+        .await
+        .expect("a validation error is a result, not a protocol error");
+    assert_eq!(invalid.is_error, Some(true));
+    let meta = invalid.meta.expect("meta");
+    assert_eq!(meta.0["toolhost"]["status"], json!("validation_error"));
+
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn progress_and_cancellation() {
+    let env = Env::new(&fixture_plan(""));
+    let (client, seen) = connect(&env).await;
+
+    // Progress: rmcp's client attaches a progress token to every request.
+    let result = client
+        .call_tool(CallToolRequestParams::new("sleep").with_arguments(args(json!({"ms": 500}))))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(false));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !seen.progress.lock().map(|p| p.is_empty()).unwrap_or(true),
+        "no progress arrived"
+    );
+
+    // Cancel a long call: notifications/cancelled stops the tool.
+    let request = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("sleep").with_arguments(args(json!({"ms": 60_000}))),
+    ));
+    let handle = client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    handle.cancel(Some("test".into())).await.expect("cancel");
+    // The server goes on serving, promptly.
+    let after = client
+        .call_tool(CallToolRequestParams::new("echo").with_arguments(args(json!({"message": "after"}))))
+        .await
+        .expect("tools/call after cancel");
+    assert_eq!(after.is_error, Some(false));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    client.cancel().await.expect("close");
+}

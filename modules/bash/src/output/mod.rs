@@ -1,0 +1,6 @@
+//! Output capture: bounded buffers, spill files, and the JSON a result
+//! carries.
+
+pub mod capture;
+pub mod report;
+pub mod ring;

@@ -1,0 +1,6 @@
+//! The three tools.
+
+pub mod bash;
+pub mod kill;
+pub mod output;
+pub mod result;

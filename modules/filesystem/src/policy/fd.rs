@@ -1,0 +1,174 @@
+//! Handle-relative opens: every path is resolved by the kernel beneath an
+//! opened root (openat2 with RESOLVE_BENEATH), so a symlink that leaves the
+//! root, or one swapped in between a check and the use, fails the open.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{openat2, FileType, Mode, OFlags, ResolveFlags, Stat, CWD};
+
+/// How symlinks met on the way are treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Links {
+    /// Followed while they stay beneath the root.
+    Beneath,
+    /// Refused anywhere in the path (the path is known to be canonical).
+    None,
+}
+
+fn resolve(links: Links) -> ResolveFlags {
+    match links {
+        Links::Beneath => ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        Links::None => ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    }
+}
+
+/// Opens `rel` beneath `dir` (an empty `rel` reopens `dir` itself).
+pub fn open_beneath(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags, links: Links) -> io::Result<OwnedFd> {
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    // openat2 is strict: O_PATH admits only CLOEXEC, DIRECTORY and NOFOLLOW.
+    let flags = if flags.contains(OFlags::PATH) {
+        flags | OFlags::CLOEXEC
+    } else {
+        flags | OFlags::CLOEXEC | OFlags::NOCTTY
+    };
+    loop {
+        match openat2(dir, rel, flags, Mode::empty(), resolve(links)) {
+            Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => continue,
+            other => return other.map_err(io::Error::from),
+        }
+    }
+}
+
+/// Opens an allowed root (trusted config) as a path handle.
+pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
+    rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(io::Error::from)
+}
+
+/// Opens `rel` beneath `dir` for reading, refusing FIFOs, sockets and devices
+/// without ever opening them for I/O (so a call never hangs on a FIFO).
+///
+/// The object is first pinned with an `O_PATH` handle and its type checked;
+/// the readable open that follows must land on the same inode.
+pub fn open_readable(dir: BorrowedFd<'_>, rel: &Path, links: Links) -> io::Result<(OwnedFd, Stat)> {
+    let pinned = open_beneath(dir, rel, OFlags::PATH, links)?;
+    let before = rustix::fs::fstat(&pinned)?;
+    check_kind(&before)?;
+    let flags = if is_dir(&before) {
+        OFlags::RDONLY | OFlags::DIRECTORY
+    } else {
+        OFlags::RDONLY | OFlags::NONBLOCK
+    };
+    // Reopen through the pinned handle: a same-inode guarantee without a
+    // second path walk. /proc may be missing; then walk again and compare.
+    let fd = match reopen(&pinned, flags) {
+        Some(fd) => fd,
+        None => open_beneath(dir, rel, flags, links)?,
+    };
+    let stat = rustix::fs::fstat(&fd)?;
+    if stat.st_dev != before.st_dev || stat.st_ino != before.st_ino {
+        return Err(io::Error::other(
+            "the file changed while it was being opened; retry",
+        ));
+    }
+    check_kind(&stat)?;
+    if !is_dir(&stat) {
+        // Regular files ignore O_NONBLOCK, but clear it for honesty.
+        let fl = rustix::fs::fcntl_getfl(&fd)?;
+        rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)?;
+    }
+    Ok((fd, stat))
+}
+
+/// Reopens an `O_PATH` handle with real access through /proc/self/fd.
+fn reopen(pinned: &OwnedFd, flags: OFlags) -> Option<OwnedFd> {
+    let link = format!("/proc/self/fd/{}", pinned.as_raw_fd());
+    rustix::fs::openat(
+        CWD,
+        link.as_str(),
+        flags | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .ok()
+}
+
+/// The error a FIFO, socket or device path gets.
+pub fn special_file_error(kind: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("is a {kind}, not a regular file; these are refused so a call cannot hang or touch a device"),
+    )
+}
+
+/// Refuses anything but regular files and folders.
+pub fn check_kind(stat: &Stat) -> io::Result<()> {
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile | FileType::Directory => Ok(()),
+        other => Err(special_file_error(kind_name(other))),
+    }
+}
+
+/// Whether a stat is a folder.
+pub fn is_dir(stat: &Stat) -> bool {
+    FileType::from_raw_mode(stat.st_mode) == FileType::Directory
+}
+
+/// A word for a file type, for listings and messages.
+pub fn kind_name(kind: FileType) -> &'static str {
+    match kind {
+        FileType::RegularFile => "file",
+        FileType::Directory => "dir",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "FIFO",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Unknown => "special file",
+    }
+}
+
+/// Where an open handle really is (from /proc/self/fd), or None without /proc.
+pub fn real_path(fd: impl AsFd) -> Option<PathBuf> {
+    let link = format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd());
+    let target = std::fs::read_link(link).ok()?;
+    // A deleted file reads as "path (deleted)"; treat it as unknown.
+    target.is_absolute().then_some(target)
+}
+
+/// Whether an error means "the path tried to leave the root".
+pub fn is_escape(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EXDEV) | Some(libc::ELOOP))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn opens_beneath_and_reads() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("a.txt"), "abc").unwrap_or_else(|e| panic!("{e}"));
+        let root = open_root(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let (fd, stat) =
+            open_readable(root.as_fd(), Path::new("a.txt"), Links::Beneath).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stat.st_size, 3);
+        let fl = rustix::fs::fcntl_getfl(&fd).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!fl.contains(OFlags::NONBLOCK));
+        let mut s = String::new();
+        std::fs::File::from(fd)
+            .read_to_string(&mut s)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s, "abc");
+    }
+}

@@ -1,0 +1,438 @@
+//! The path policy every tool goes through: which roots a path may resolve
+//! beneath, which rules deny it, and the handle-relative opens that make the
+//! answer hold at the moment of use.
+//!
+//! Order of checks for a path: input hygiene (NUL, length, quotes) →
+//! lexical containment by components → `denied_paths` → open beneath the
+//! root's handle (symlinks may not leave it) → the opened handle's real
+//! location is checked again against the roots and the deny rules.
+
+pub mod deny;
+pub mod fd;
+pub mod path;
+pub mod roots;
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags, Stat};
+use toolhost_core::ToolError;
+
+use crate::config::Config;
+use deny::DenyRules;
+use fd::Links;
+use roots::{Root, Roots};
+
+/// Read or write, which picks the set of roots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// allowed_read_paths.
+    Read,
+    /// allowed_write_paths.
+    Write,
+}
+
+impl Access {
+    fn verb(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
+    }
+}
+
+/// The compiled path policy of one mount.
+pub struct Policy {
+    /// The folder relative inputs resolve against when the plan sets one.
+    configured_dir: Option<PathBuf>,
+    /// The mount-time working dir (fallback base).
+    mount_dir: PathBuf,
+    home: Option<PathBuf>,
+    read: Roots,
+    write: Roots,
+    deny: DenyRules,
+}
+
+/// An input path resolved lexically to a root.
+pub struct Resolved {
+    /// Absolute, normalized.
+    pub abs: PathBuf,
+    /// For messages: relative to the working dir when inside it.
+    pub display: String,
+    /// The root it is beneath.
+    pub root: Root,
+    /// The part below the root (no `..`, may be empty).
+    pub rel: PathBuf,
+}
+
+/// An opened file or folder for reading.
+pub struct ReadHandle {
+    /// The handle (read-only; a folder handle for folders).
+    pub fd: OwnedFd,
+    /// Its stat, taken on the handle.
+    pub stat: Stat,
+    /// Its real location (key for the read-before-write guard).
+    pub real: PathBuf,
+    /// The lexical resolution.
+    pub resolved: Resolved,
+}
+
+/// A write's destination: the parent folder's handle and the final name.
+pub struct WriteTarget {
+    /// The parent folder, opened read-only as a directory.
+    pub dir: OwnedFd,
+    /// The final name (one component).
+    pub name: OsString,
+    /// The real location (key for locks and the guard).
+    pub key: PathBuf,
+    /// For messages.
+    pub display: String,
+}
+
+impl Policy {
+    /// Compiles the policy from the config and the mount-time working dir.
+    pub fn new(config: &Config, mount_dir: &Path) -> Result<Policy, String> {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let configured_dir = match &config.working_dir {
+            Some(dir) => Some(
+                path::absolutize(dir, mount_dir, home.as_deref())
+                    .map_err(|e| format!("working_dir: {}", e.message()))?,
+            ),
+            None => None,
+        };
+        let base = configured_dir
+            .clone()
+            .unwrap_or_else(|| path::normalize(mount_dir));
+        let roots = |list: &Option<Vec<String>>, key: &'static str| -> Result<Roots, String> {
+            let entries = list
+                .clone()
+                .unwrap_or_else(|| vec![base.to_string_lossy().into_owned()]);
+            let roots = entries
+                .iter()
+                .map(|e| Root::new(e, &base, home.as_deref()).map_err(|m| format!("{key} entry {e:?}: {m}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Roots { roots, key })
+        };
+        let read = roots(&config.allowed_read_paths, "allowed_read_paths")?;
+        let write = roots(&config.allowed_write_paths, "allowed_write_paths")?;
+        let denied = config.denied_paths.clone().unwrap_or_else(deny::defaults);
+        let deny = DenyRules::new(&denied, &base, home.as_deref())?;
+        Ok(Policy {
+            configured_dir,
+            mount_dir: base,
+            home,
+            read,
+            write,
+            deny,
+        })
+    }
+
+    /// The folder relative inputs resolve against for this call.
+    pub fn base(&self, call_dir: &Path) -> PathBuf {
+        match &self.configured_dir {
+            Some(dir) => dir.clone(),
+            None if call_dir.is_absolute() => path::normalize(call_dir),
+            None => self.mount_dir.clone(),
+        }
+    }
+
+    fn roots(&self, access: Access) -> &Roots {
+        match access {
+            Access::Read => &self.read,
+            Access::Write => &self.write,
+        }
+    }
+
+    /// Hygiene, lexical containment and deny rules; no file system access.
+    pub fn resolve(
+        &self,
+        field: &str,
+        raw: &str,
+        call_dir: &Path,
+        access: Access,
+    ) -> Result<Resolved, ToolError> {
+        path::check_input(field, raw)?;
+        let base = self.base(call_dir);
+        let abs = path::absolutize(raw, &base, self.home.as_deref())?;
+        let display = path::display(&abs, &base);
+        let roots = self.roots(access);
+        let Some((root, rel)) = roots.find(&abs) else {
+            return Err(ToolError::denied(format!(
+                "{} denied: {display} is outside the allowed folders ({}); use a path inside them",
+                access.verb(),
+                roots.rule()
+            )));
+        };
+        if let Some(rule) = self.deny.matching(&abs, &rel) {
+            return Err(self.denied_by_rule(access, &display, rule));
+        }
+        Ok(Resolved {
+            abs,
+            display,
+            root: root.clone(),
+            rel,
+        })
+    }
+
+    fn denied_by_rule(&self, access: Access, display: &str, rule: &str) -> ToolError {
+        ToolError::denied(format!(
+            "{} denied: {display} matches the denied_paths rule {rule:?}; this path is off limits",
+            access.verb()
+        ))
+    }
+
+    fn escape(&self, access: Access, display: &str) -> ToolError {
+        ToolError::denied(format!(
+            "{} denied: {display} goes through a symbolic link that leads outside the allowed folders ({}) or to nothing",
+            access.verb(),
+            self.roots(access).rule()
+        ))
+    }
+
+    /// Checks where an opened handle really is: inside a root, not denied.
+    fn verify_real(&self, real: &Path, access: Access, display: &str) -> Result<(), ToolError> {
+        let Some((_, rel)) = self.roots(access).find_real(real) else {
+            return Err(self.escape(access, display));
+        };
+        if let Some(rule) = self.deny.matching(real, &rel) {
+            return Err(self.denied_by_rule(access, display, rule));
+        }
+        Ok(())
+    }
+
+    /// Whether a path found by a walk is denied (`rel` is below `root`).
+    pub fn walk_denied(&self, abs: &Path, rel: &Path) -> bool {
+        self.deny.matching(abs, rel).is_some()
+    }
+
+    /// Opens a path for reading under the read roots.
+    pub fn open_read(&self, field: &str, raw: &str, call_dir: &Path) -> Result<ReadHandle, ToolError> {
+        let resolved = self.resolve(field, raw, call_dir, Access::Read)?;
+        self.open_resolved(resolved, Access::Read)
+    }
+
+    /// Opens an already resolved path for reading.
+    pub fn open_resolved(&self, resolved: Resolved, access: Access) -> Result<ReadHandle, ToolError> {
+        let root_fd = open_root_or_err(&resolved.root)?;
+        let opened = match fd::open_readable(root_fd.as_fd(), &resolved.rel, Links::Beneath) {
+            Ok(x) => Ok(x),
+            Err(e) if fd::is_escape(&e) => self.open_via_real_path(&resolved, access),
+            Err(e) => Err(self.io_error(e, &resolved, access)),
+        };
+        let (fd, stat) = opened?;
+        let real = fd::real_path(&fd).unwrap_or_else(|| resolved.abs.clone());
+        self.verify_real(&real, access, &resolved.display)?;
+        Ok(ReadHandle {
+            fd,
+            stat,
+            real,
+            resolved,
+        })
+    }
+
+    /// A symlink's target was absolute or climbed out of its root: resolve it
+    /// ambiently, and if the result lies inside an allowed root, open that
+    /// canonical path beneath that root with no symlinks allowed at all.
+    fn open_via_real_path(&self, resolved: &Resolved, access: Access) -> Result<(OwnedFd, Stat), ToolError> {
+        let escape = || self.escape(access, &resolved.display);
+        let real = std::fs::canonicalize(&resolved.abs).map_err(|_| escape())?;
+        let (root, rel) = self.roots(access).find_real(&real).ok_or_else(escape)?;
+        if let Some(rule) = self.deny.matching(&real, &rel) {
+            return Err(self.denied_by_rule(access, &resolved.display, rule));
+        }
+        let root_fd = open_root_or_err(root)?;
+        fd::open_readable(root_fd.as_fd(), &rel, Links::None).map_err(|e| {
+            if fd::is_escape(&e) {
+                escape()
+            } else {
+                self.io_error(e, resolved, access)
+            }
+        })
+    }
+
+    /// Turns an open error into a message a model can act on.
+    fn io_error(&self, e: io::Error, resolved: &Resolved, access: Access) -> ToolError {
+        let display = &resolved.display;
+        match e.raw_os_error() {
+            Some(libc::ENOENT) => {
+                let hint = self
+                    .suggest(resolved)
+                    .map(|s| format!("; did you mean {s}?"))
+                    .unwrap_or_default();
+                ToolError::not_found(format!("file not found: {display}{hint}"))
+            }
+            Some(libc::ENOTDIR) => ToolError::not_found(format!(
+                "file not found: {display} (a part of the path is a file, not a folder)"
+            )),
+            Some(libc::EACCES) | Some(libc::EPERM) => ToolError::new(
+                "permission_denied",
+                format!(
+                    "the operating system refused to {} {display} (permission denied)",
+                    access.verb()
+                ),
+            ),
+            _ if e.kind() == io::ErrorKind::Unsupported => {
+                ToolError::new("unsupported_file_type", format!("{display} {e}"))
+            }
+            _ => ToolError::new("io_error", format!("cannot {} {display}: {e}", access.verb())),
+        }
+    }
+
+    /// The closest existing, allowed name beside a missing file.
+    fn suggest(&self, resolved: &Resolved) -> Option<String> {
+        let name = resolved.rel.file_name()?.to_string_lossy().into_owned();
+        let parent_rel = resolved.rel.parent().unwrap_or(Path::new(""));
+        let root_fd = fd::open_root(&resolved.root.canonical).ok()?;
+        let dir = fd::open_beneath(
+            root_fd.as_fd(),
+            parent_rel,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Links::Beneath,
+        )
+        .ok()?;
+        let mut best: Option<(usize, String)> = None;
+        let entries = rustix::fs::Dir::read_from(&dir).ok()?;
+        for entry in entries.take(5000).flatten() {
+            let candidate = entry.file_name().to_string_lossy().into_owned();
+            if candidate == "." || candidate == ".." {
+                continue;
+            }
+            let d = crate::text::similar::edit_distance(&name.to_lowercase(), &candidate.to_lowercase());
+            let limit = (name.chars().count() / 3).max(2);
+            if d <= limit && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                let abs = resolved.abs.with_file_name(&candidate);
+                if self.deny.matching(&abs, &parent_rel.join(&candidate)).is_none() {
+                    best = Some((d, candidate));
+                }
+            }
+        }
+        let (_, found) = best?;
+        let shown = Path::new(&resolved.display).with_file_name(found);
+        Some(shown.display().to_string())
+    }
+
+    /// Resolves a write destination and opens its parent folder (creating
+    /// missing folders beneath the root when `create_parents`).
+    pub fn open_write(
+        &self,
+        field: &str,
+        raw: &str,
+        call_dir: &Path,
+        create_parents: bool,
+    ) -> Result<WriteTarget, ToolError> {
+        let resolved = self.resolve(field, raw, call_dir, Access::Write)?;
+        let display = resolved.display.clone();
+        let (Some(name), Some(parent_rel)) = (resolved.rel.file_name(), resolved.rel.parent()) else {
+            return Err(ToolError::invalid_input(format!(
+                "{display} is an allowed folder itself; give the path of a file inside it"
+            )));
+        };
+        let name = name.to_os_string();
+        let root_fd = open_root_or_err(&resolved.root)?;
+        let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let dir = match fd::open_beneath(root_fd.as_fd(), parent_rel, dir_flags, Links::Beneath) {
+            Ok(dir) => dir,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) && create_parents => {
+                self.create_parents(&root_fd, parent_rel, &display)?
+            }
+            Err(e) if fd::is_escape(&e) => {
+                let parent_abs = resolved.abs.parent().unwrap_or(Path::new("/"));
+                let escape = || self.escape(Access::Write, &display);
+                let real = std::fs::canonicalize(parent_abs).map_err(|_| escape())?;
+                let (root, rel) = self.write.find_real(&real).ok_or_else(escape)?;
+                let root_fd = open_root_or_err(root)?;
+                fd::open_beneath(root_fd.as_fd(), &rel, dir_flags, Links::None).map_err(|_| escape())?
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                return Err(ToolError::not_found(format!(
+                    "the folder of {display} does not exist; create it first"
+                )))
+            }
+            Err(e) => return Err(self.io_error(e, &resolved, Access::Write)),
+        };
+        let key = match fd::real_path(&dir) {
+            Some(real_parent) => real_parent.join(&name),
+            None => resolved.abs.clone(),
+        };
+        self.verify_real(&key, Access::Write, &display)?;
+        Ok(WriteTarget {
+            dir,
+            name,
+            key,
+            display,
+        })
+    }
+
+    /// mkdir -p beneath a root, one component at a time, each step opened
+    /// beneath the root so a swapped-in symlink cannot redirect it.
+    fn create_parents(
+        &self,
+        root_fd: &OwnedFd,
+        parent_rel: &Path,
+        display: &str,
+    ) -> Result<OwnedFd, ToolError> {
+        let mut prefix = PathBuf::new();
+        let mut cur = fd::open_beneath(
+            root_fd.as_fd(),
+            &prefix,
+            OFlags::PATH | OFlags::DIRECTORY,
+            Links::Beneath,
+        )
+        .map_err(|e| ToolError::new("io_error", format!("cannot open the allowed folder: {e}")))?;
+        for component in parent_rel.components() {
+            prefix.push(component);
+            let flags = OFlags::PATH | OFlags::DIRECTORY;
+            cur = match fd::open_beneath(root_fd.as_fd(), &prefix, flags, Links::Beneath) {
+                Ok(next) => next,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    match rustix::fs::mkdirat(&cur, component.as_os_str(), Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => {
+                            return Err(ToolError::new(
+                                "io_error",
+                                format!("cannot create the folders of {display}: {e}"),
+                            ))
+                        }
+                    }
+                    fd::open_beneath(root_fd.as_fd(), &prefix, flags, Links::Beneath)
+                        .map_err(|_| self.escape(Access::Write, display))?
+                }
+                Err(e) if fd::is_escape(&e) => return Err(self.escape(Access::Write, display)),
+                Err(e) => {
+                    return Err(ToolError::new(
+                        "io_error",
+                        format!("cannot create the folders of {display}: {e}"),
+                    ))
+                }
+            };
+        }
+        fd::open_beneath(
+            cur.as_fd(),
+            Path::new(""),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Links::Beneath,
+        )
+        .map_err(|e| ToolError::new("io_error", format!("cannot open the folder of {display}: {e}")))
+    }
+
+    /// The read roots (for walks).
+    pub fn read_roots(&self) -> &Roots {
+        &self.read
+    }
+}
+
+fn open_root_or_err(root: &Root) -> Result<OwnedFd, ToolError> {
+    fd::open_root(&root.canonical).map_err(|e| {
+        ToolError::new(
+            "io_error",
+            format!(
+                "the allowed folder {:?} cannot be opened ({e}); check the mount plan",
+                root.configured
+            ),
+        )
+    })
+}

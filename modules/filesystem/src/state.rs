@@ -1,0 +1,22 @@
+//! What every tool of one mount shares.
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::guard::{FileLocks, ReadTracker};
+use crate::policy::Policy;
+
+/// The policy, limits, guard and locks of one mount.
+pub struct Shared {
+    /// The path policy.
+    pub policy: Policy,
+    /// Limits and switches.
+    pub config: Config,
+    /// Files read in this process.
+    pub reads: ReadTracker,
+    /// Per-file writer locks.
+    pub locks: FileLocks,
+}
+
+/// Cheap to clone into each tool.
+pub type State = Arc<Shared>;

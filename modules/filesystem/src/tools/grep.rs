@@ -1,0 +1,329 @@
+//! grep: ripgrep's searcher over an allowed file or folder, in parallel.
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use globset::GlobBuilder;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use ignore::WalkState;
+use rustix::fs::OFlags;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
+
+use crate::policy::fd;
+use crate::search::{Collect, Hits, Line, Mode};
+use crate::state::State;
+use crate::walk::Scope;
+
+/// Most results a caller may ask for.
+const MAX_HEAD_LIMIT: u64 = 10_000;
+/// Content lines gathered before the walk stops early.
+const GATHER_CAP: usize = 50_000;
+
+/// What grep returns.
+#[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Matching lines as `path:line:text` (context lines as `path-line-text`).
+    Content,
+    /// Only the paths of files that match.
+    FilesWithMatches,
+    /// `path:count` of matching lines per file.
+    Count,
+}
+
+/// Input of grep.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepInput {
+    /// A regular expression in Rust/ripgrep syntax (escape literal `(`, `.`, `{` and the like).
+    pub pattern: String,
+    /// The file or folder to search (default: the working directory).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.{ts,tsx}`.
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// `files_with_matches` (default), `content` or `count`.
+    #[serde(default)]
+    pub output_mode: Option<OutputMode>,
+    /// Match without regard to case.
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// Lines of context shown before and after each match (content mode).
+    #[serde(default)]
+    pub context: Option<u64>,
+    /// Most lines (content mode) or files (other modes) returned.
+    #[serde(default)]
+    pub head_limit: Option<u64>,
+}
+
+/// Searches file contents.
+pub struct Grep {
+    /// Shared mount state.
+    pub state: State,
+}
+
+/// Options fixed for one call.
+struct Plan<'a> {
+    matcher: RegexMatcher,
+    searcher: SearcherBuilder,
+    mode: Mode,
+    max_chars: usize,
+    file_glob: Option<(globset::GlobMatcher, bool)>,
+    scope: &'a Scope,
+}
+
+impl Plan<'_> {
+    fn search(&self, searcher: &mut Searcher, file: &File) -> Hits {
+        let mut hits = Hits::default();
+        let sink = Collect {
+            mode: self.mode,
+            hits: &mut hits,
+            max_chars: self.max_chars,
+            max_lines: GATHER_CAP,
+        };
+        // An unreadable file is skipped, as ripgrep does.
+        let _ = searcher.search_file(&self.matcher, file, sink);
+        hits
+    }
+
+    fn wanted(&self, path: &Path) -> bool {
+        match &self.file_glob {
+            None => true,
+            Some((glob, true)) => self.scope.relative(path).is_some_and(|rel| glob.is_match(rel)),
+            Some((glob, false)) => path.file_name().is_some_and(|name| glob.is_match(name)),
+        }
+    }
+}
+
+impl Tool for Grep {
+    type Input = GrepInput;
+    type Output = String;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "grep",
+            "Searches file contents with a regular expression (ripgrep's engine) under `path` \
+             (default: the working directory). `output_mode`: files_with_matches (default), \
+             content (`path:line:text`, with `context` lines) or count. Filter files with `glob`. \
+             Honours .gitignore; skips binary files, .git and symbolic links.",
+        )
+        .effect(Effect::ReadOnly)
+        .resource_key("/path", AccessMode::Read)
+        .alias("Grep")
+    }
+
+    fn execute(&self, input: GrepInput, ctx: &Context<'_>) -> Result<String, ToolError> {
+        let state = &self.state;
+        let mode = match input.output_mode.unwrap_or(OutputMode::FilesWithMatches) {
+            OutputMode::Content => Mode::Content,
+            OutputMode::FilesWithMatches => Mode::Files,
+            OutputMode::Count => Mode::Count,
+        };
+        let head_limit = input.head_limit.unwrap_or(state.config.grep_head_limit as u64);
+        if head_limit == 0 || head_limit > MAX_HEAD_LIMIT {
+            return Err(ToolError::invalid_input(format!(
+                "head_limit must be 1 to {MAX_HEAD_LIMIT}"
+            )));
+        }
+        let context = input.context.unwrap_or(0).min(100) as usize;
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(input.case_insensitive)
+            .line_terminator(Some(b'\n'))
+            .build(&input.pattern)
+            .map_err(|e| ToolError::invalid_input(format!("invalid regex {:?}: {e}", input.pattern)))?;
+        let file_glob = match &input.glob {
+            None => None,
+            Some(g) => {
+                let glob = GlobBuilder::new(g)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| ToolError::invalid_input(format!("invalid glob {g:?}: {e}")))?;
+                Some((glob.compile_matcher(), g.contains('/')))
+            }
+        };
+        let scope = Scope::open(state, "path", input.path.as_deref(), ctx)?;
+        let mut searcher = SearcherBuilder::new();
+        searcher
+            .binary_detection(BinaryDetection::quit(b'\x00'))
+            .line_number(true)
+            .before_context(context)
+            .after_context(context);
+        let plan = Plan {
+            matcher,
+            searcher,
+            mode,
+            max_chars: state.config.max_line_chars,
+            file_glob,
+            scope: &scope,
+        };
+        let mut results: Vec<(PathBuf, Hits)> = Vec::new();
+        let mut stopped_early = false;
+        if scope.is_dir() {
+            stopped_early = walk(state, &plan, ctx, &mut results)?;
+        } else {
+            let dup = scope.handle.fd.as_fd().try_clone_to_owned().map_err(|e| {
+                ToolError::new(
+                    "io_error",
+                    format!("cannot search {}: {e}", scope.handle.resolved.display),
+                )
+            })?;
+            let hits = plan.search(&mut plan.searcher.build(), &File::from(dup));
+            if hits.count > 0 {
+                results.push((scope.base_real.clone(), hits));
+            }
+        }
+        ctx.check_cancelled()?;
+        results.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(render(
+            &scope,
+            &input.pattern,
+            mode,
+            head_limit as usize,
+            results,
+            stopped_early,
+        ))
+    }
+}
+
+/// The parallel walk; returns whether it stopped early at the gather cap.
+fn walk(
+    state: &State,
+    plan: &Plan<'_>,
+    ctx: &Context<'_>,
+    out: &mut Vec<(PathBuf, Hits)>,
+) -> Result<bool, ToolError> {
+    let found: Mutex<Vec<(PathBuf, Hits)>> = Mutex::new(Vec::new());
+    let gathered = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let cancelled = AtomicBool::new(false);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
+    let mut builder = plan.scope.walker(state);
+    builder.threads(threads);
+    let check_cancel = || ctx.is_cancelled();
+    builder.build_parallel().run(|| {
+        let mut searcher = plan.searcher.build();
+        let (found, gathered, stop, cancelled, check_cancel) =
+            (&found, &gathered, &stop, &cancelled, &check_cancel);
+        let mut seen = 0u32;
+        Box::new(move |entry| {
+            seen = seen.wrapping_add(1);
+            if seen % 64 == 0 && check_cancel() {
+                cancelled.store(true, Ordering::Relaxed);
+            }
+            if stop.load(Ordering::Relaxed) || cancelled.load(Ordering::Relaxed) {
+                return WalkState::Quit;
+            }
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) || !plan.wanted(entry.path()) {
+                return WalkState::Continue;
+            }
+            // Opened beneath the root with symlinks refused; a path swapped
+            // for a link since the walk saw it is skipped.
+            let Some(handle) = plan
+                .scope
+                .open_found(entry.path(), OFlags::RDONLY | OFlags::NONBLOCK)
+            else {
+                return WalkState::Continue;
+            };
+            match rustix::fs::fstat(&handle) {
+                Ok(st) if !fd::is_dir(&st) && fd::check_kind(&st).is_ok() => {}
+                _ => return WalkState::Continue,
+            }
+            let hits = plan.search(&mut searcher, &File::from(handle));
+            if hits.count == 0 {
+                return WalkState::Continue;
+            }
+            let weight = hits.lines.len().max(1);
+            if let Ok(mut list) = found.lock() {
+                list.push((entry.into_path(), hits));
+            }
+            if gathered.fetch_add(weight, Ordering::Relaxed) + weight > GATHER_CAP {
+                stop.store(true, Ordering::Relaxed);
+                return WalkState::Quit;
+            }
+            WalkState::Continue
+        })
+    });
+    if cancelled.load(Ordering::Relaxed) {
+        return Err(ToolError::cancelled());
+    }
+    *out = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok(stop.load(Ordering::Relaxed))
+}
+
+/// The answer text, cut to `head_limit` with a note.
+fn render(
+    scope: &Scope,
+    pattern: &str,
+    mode: Mode,
+    head_limit: usize,
+    results: Vec<(PathBuf, Hits)>,
+    stopped_early: bool,
+) -> String {
+    if results.is_empty() {
+        return format!("no matches for {pattern:?} in {}", scope.handle.resolved.display);
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut total = 0usize;
+    let files = results.len();
+    for (path, hits) in &results {
+        let shown = scope.show(path);
+        match mode {
+            Mode::Files => {
+                total += 1;
+                if lines.len() < head_limit {
+                    lines.push(shown);
+                }
+            }
+            Mode::Count => {
+                total += 1;
+                if lines.len() < head_limit {
+                    lines.push(format!("{shown}:{}", hits.count));
+                }
+            }
+            Mode::Content => {
+                if total > 0 && matches!(hits.lines.first(), Some(Line::Context(..))) {
+                    total += 1;
+                    if lines.len() < head_limit {
+                        lines.push("--".to_string());
+                    }
+                }
+                for line in &hits.lines {
+                    total += 1;
+                    if lines.len() >= head_limit {
+                        continue;
+                    }
+                    lines.push(match line {
+                        Line::Match(n, text) => format!("{shown}:{n}:{text}"),
+                        Line::Context(n, text) => format!("{shown}-{n}-{text}"),
+                        Line::Break => "--".to_string(),
+                    });
+                }
+            }
+        }
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    let unit = if mode == Mode::Content { "lines" } else { "files" };
+    if total > lines.len() {
+        out.push_str(&format!(
+            "[{} more {unit} not shown (head_limit = {head_limit}); narrow the search or raise head_limit]\n",
+            total - lines.len()
+        ));
+    }
+    if stopped_early {
+        out.push_str(&format!(
+            "[the search stopped early after {GATHER_CAP} matching lines in {files} files; narrow the pattern or the path]\n"
+        ));
+    }
+    out
+}

@@ -1,0 +1,35 @@
+//! The read-before-write check shared by write_file and edit_file.
+
+use rustix::fs::Stat;
+use toolhost_core::{Status, ToolError};
+
+use crate::guard::Stale;
+use crate::policy::WriteTarget;
+use crate::state::Shared;
+
+/// Refuses replacing `target` (now in state `stat`) unless it was read in
+/// this process in that very state.
+pub fn require_read(state: &Shared, target: &WriteTarget, stat: &Stat) -> Result<(), ToolError> {
+    if !state.config.require_read_before_write {
+        return Ok(());
+    }
+    match state.reads.check(&target.key, stat) {
+        Ok(()) => Ok(()),
+        Err(Stale::NotRead) => Err(ToolError::with_status(
+            Status::PolicyDenied,
+            "read_before_write",
+            format!(
+                "{} already exists and has not been read in this session; call read_file on it first, then retry this change",
+                target.display
+            ),
+        )),
+        Err(Stale::Changed) => Err(ToolError::with_status(
+            Status::PolicyDenied,
+            "read_before_write",
+            format!(
+                "{} changed on disk since you last read it; call read_file on it again, then retry this change against the current content",
+                target.display
+            ),
+        )),
+    }
+}

@@ -1,0 +1,88 @@
+//! list_directory: a folder's entries with kind and size, to a depth.
+
+use std::os::fd::AsFd;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
+
+use crate::listing::{self, Limits, Origin};
+use crate::policy::fd;
+use crate::state::State;
+
+/// Deepest listing accepted.
+const MAX_DEPTH: u64 = 10;
+
+/// Input of list_directory.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirectoryInput {
+    /// The folder to list (default: the working directory).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// How many levels to show: 1 is the folder's own entries (default 1, at most 10).
+    #[serde(default)]
+    pub depth: Option<u64>,
+}
+
+/// Lists a folder.
+pub struct ListDirectory {
+    /// Shared mount state.
+    pub state: State,
+}
+
+impl Tool for ListDirectory {
+    type Input = ListDirectoryInput;
+    type Output = String;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "list_directory",
+            "Lists a folder's entries as `kind size path`, sorted, folders before their contents, \
+             to `depth` levels (default 1). Symbolic links are shown, never followed. Long \
+             listings are capped with a count of what was left out.",
+        )
+        .effect(Effect::ReadOnly)
+        .resource_key("/path", AccessMode::Read)
+    }
+
+    fn execute(&self, input: ListDirectoryInput, ctx: &Context<'_>) -> Result<String, ToolError> {
+        let depth = input.depth.unwrap_or(1);
+        if depth == 0 || depth > MAX_DEPTH {
+            return Err(ToolError::invalid_input(format!(
+                "depth must be 1 to {MAX_DEPTH}; got {depth}"
+            )));
+        }
+        let policy = &self.state.policy;
+        let handle = policy.open_read("path", input.path.as_deref().unwrap_or("."), ctx.working_dir())?;
+        let display = handle.resolved.display.clone();
+        if !fd::is_dir(&handle.stat) {
+            return Err(ToolError::invalid_input(format!(
+                "{display} is a file, not a folder; use read_file to read it"
+            )));
+        }
+        let below_root = policy
+            .read_roots()
+            .find_real(&handle.real)
+            .map(|(_, rel)| rel)
+            .unwrap_or_default();
+        let origin = Origin {
+            policy,
+            real: handle.real.clone(),
+            below_root,
+        };
+        let limits = Limits {
+            depth: depth as usize,
+            max_entries: self.state.config.max_list_entries,
+        };
+        let (text, omitted) = listing::list(handle.fd.as_fd(), &origin, &limits, ctx)?;
+        let mut out = format!("{display} (kind, size in bytes, path):\n{text}\n");
+        if omitted > 0 {
+            out.push_str(&format!(
+                "[{omitted} more entries not shown (max_list_entries = {}); list a subfolder or lower depth]\n",
+                limits.max_entries
+            ));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,181 @@
+//! read_file: numbered lines of a text file, paged by line.
+
+use std::fs::File;
+use std::io::{BufReader, Cursor, Read};
+use std::os::fd::AsFd;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
+
+use crate::listing::{self, Limits, Origin};
+use crate::policy::fd;
+use crate::state::State;
+use crate::text::binary;
+use crate::text::lines::{numbered, Window};
+
+/// Input of read_file.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileInput {
+    /// The file to read: absolute, or relative to the working directory.
+    pub file_path: String,
+    /// The first line to show, 1-based (default 1). Use it to page through long files.
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// How many lines to show (default 2000).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// Reads a text file as numbered lines.
+pub struct ReadFile {
+    /// Shared mount state.
+    pub state: State,
+}
+
+impl Tool for ReadFile {
+    type Input = ReadFileInput;
+    type Output = String;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "read_file",
+            "Reads a text file and returns its lines numbered like `cat -n`. Pages with `offset` \
+             (1-based line) and `limit` (lines, default 2000); long lines are cut with a marker. \
+             Binary files are refused with their type and size; a folder path returns its listing. \
+             Read a file before you overwrite or edit it.",
+        )
+        .effect(Effect::ReadOnly)
+        .resource_key("/file_path", AccessMode::Read)
+        .alias("Read")
+    }
+
+    fn execute(&self, input: ReadFileInput, ctx: &Context<'_>) -> Result<String, ToolError> {
+        let config = &self.state.config;
+        let offset = usize::try_from(input.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
+        let limit = match input.limit {
+            Some(0) => return Err(ToolError::invalid_input("limit must be at least 1 line")),
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => config.max_read_lines,
+        };
+        let policy = &self.state.policy;
+        let handle = policy.open_read("file_path", &input.file_path, ctx.working_dir())?;
+        let display = handle.resolved.display.clone();
+        if fd::is_dir(&handle.stat) {
+            let below_root = policy
+                .read_roots()
+                .find_real(&handle.real)
+                .map(|(_, rel)| rel)
+                .unwrap_or_default();
+            let origin = Origin {
+                policy,
+                real: handle.real.clone(),
+                below_root,
+            };
+            let limits = Limits {
+                depth: 1,
+                max_entries: config.max_list_entries,
+            };
+            let (text, omitted) = listing::list(handle.fd.as_fd(), &origin, &limits, ctx)?;
+            let more = if omitted > 0 {
+                format!("\n[{omitted} more entries not shown]")
+            } else {
+                String::new()
+            };
+            return Ok(format!(
+                "{display} is a folder; its entries (kind, size, path):\n{text}{more}"
+            ));
+        }
+        self.state.reads.record(&handle.real, &handle.stat);
+        let size = handle.stat.st_size.max(0) as u64;
+        let mut file = File::from(handle.fd);
+        let mut head = vec![0u8; binary::SNIFF_BYTES];
+        let got = read_up_to(&mut file, &mut head)
+            .map_err(|e| ToolError::new("io_error", format!("cannot read {display}: {e}")))?;
+        head.truncate(got);
+        if binary::looks_binary(&head) {
+            return Err(ToolError::new(
+                "binary_file",
+                format!(
+                    "{display} is a binary file ({}, {size} bytes); read_file shows text only",
+                    binary::kind(&head)
+                ),
+            ));
+        }
+        if size == 0 && head.is_empty() {
+            ctx.set_metadata("total_lines", 0);
+            return Ok(format!("[{display} is empty: 0 bytes]"));
+        }
+        let reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
+        let window = Window {
+            offset,
+            limit,
+            max_line_chars: config.max_line_chars,
+            max_bytes: config.max_read_bytes,
+        };
+        let cancelled = || ctx.is_cancelled();
+        let n = numbered(reader, window, &cancelled).map_err(|e| {
+            if ctx.is_cancelled() {
+                ToolError::cancelled()
+            } else {
+                ToolError::new("io_error", format!("cannot read {display}: {e}"))
+            }
+        })?;
+        if n.first == 0 {
+            return Err(ToolError::invalid_input(format!(
+                "offset {offset} is past the end of {display}, which has {} lines; use an offset from 1 to {}",
+                n.lines_seen,
+                n.lines_seen.max(1)
+            )));
+        }
+        let mut text = n.text;
+        if n.byte_capped {
+            text.push_str(&format!(
+                "[output reached max_read_bytes ({} bytes) after line {}; continue with offset={}]\n",
+                config.max_read_bytes,
+                n.last,
+                n.last + 1
+            ));
+        } else if n.more {
+            text.push_str(&format!(
+                "[showing lines {}-{}; the file goes on: continue with offset={}]\n",
+                n.first,
+                n.last,
+                n.last + 1
+            ));
+        }
+        if n.cut_lines > 0 {
+            text.push_str(&format!(
+                "[{} long line(s) cut at {} characters]\n",
+                n.cut_lines, config.max_line_chars
+            ));
+        }
+        if n.lossy {
+            text.push_str("[the file is not valid UTF-8: invalid bytes are shown as U+FFFD]\n");
+        }
+        ctx.set_metadata("first_line", n.first);
+        ctx.set_metadata("last_line", n.last);
+        if !n.more {
+            ctx.set_metadata("total_lines", n.lines_seen);
+        }
+        if n.crlf {
+            ctx.set_metadata("line_endings", "crlf");
+        }
+        Ok(text)
+    }
+}
+
+/// Reads until `buf` is full or the file ends.
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}

@@ -1,0 +1,77 @@
+//! write_file: creates or atomically replaces a file.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
+
+use crate::atomic::{self, Existing};
+use crate::guard::hold;
+use crate::state::State;
+
+/// Input of write_file.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileInput {
+    /// The file to write: absolute, or relative to the working directory. Missing folders are created.
+    pub file_path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+/// Writes a whole file atomically.
+pub struct WriteFile {
+    /// Shared mount state.
+    pub state: State,
+}
+
+impl Tool for WriteFile {
+    type Input = WriteFileInput;
+    type Output = String;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "write_file",
+            "Writes a file with the given content, creating missing folders; replaces an existing \
+             file atomically and keeps its permissions. An existing file must have been read with \
+             read_file first (and not changed since). Prefer edit_file for changes to part of a file.",
+        )
+        .effect(Effect::InternalMutation)
+        .resource_key("/file_path", AccessMode::Write)
+        .alias("Write")
+        .alias("create_file")
+    }
+
+    fn execute(&self, input: WriteFileInput, ctx: &Context<'_>) -> Result<String, ToolError> {
+        let state = &self.state;
+        let limit = state.config.max_edit_bytes;
+        if input.content.len() as u64 > limit {
+            return Err(ToolError::invalid_input(format!(
+                "content is {} bytes; the limit is {limit} (max_edit_bytes)",
+                input.content.len()
+            )));
+        }
+        let target = state
+            .policy
+            .open_write("file_path", &input.file_path, ctx.working_dir(), true)?;
+        let lock = state.locks.of(&target.key);
+        let _held = hold(&lock);
+        let existing = atomic::inspect(&target)?;
+        let mode = match &existing {
+            Existing::File(stat) => {
+                super::guarded::require_read(state, &target, stat)?;
+                Some(stat.st_mode & 0o7777)
+            }
+            Existing::Missing => None,
+        };
+        let stat = atomic::write(&target, input.content.as_bytes(), mode)
+            .map_err(|e| ToolError::new("io_error", format!("cannot write {}: {e}", target.display)))?;
+        state.reads.record(&target.key, &stat);
+        let lines = input.content.lines().count();
+        let verb = if mode.is_some() { "replaced" } else { "created" };
+        Ok(format!(
+            "{verb} {} ({} bytes, {lines} lines)",
+            target.display,
+            input.content.len()
+        ))
+    }
+}

@@ -1,0 +1,152 @@
+//! web_search backends: SearXNG's JSON API (self-hosted, no key) and the
+//! Brave Search API (key from an environment variable). Only real backends:
+//! a failed search is an error, never made-up results.
+
+pub mod brave;
+pub mod searxng;
+
+use serde::Serialize;
+use url::Url;
+
+use crate::config::SearchConfig;
+
+/// One search result.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Hit {
+    /// The result's title.
+    pub title: String,
+    /// Where it points.
+    pub url: String,
+    /// The snippet the engine showed.
+    pub snippet: String,
+}
+
+/// The configured backend.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// A SearXNG instance's `/search?format=json`.
+    Searxng {
+        /// The search endpoint.
+        endpoint: Url,
+    },
+    /// The Brave Search API.
+    Brave {
+        /// The endpoint.
+        endpoint: Url,
+        /// The subscription token.
+        key: String,
+    },
+}
+
+impl Backend {
+    /// The backend's name, for output and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Searxng { .. } => "searxng",
+            Backend::Brave { .. } => "brave",
+        }
+    }
+
+    /// Chooses the backend from config; `Err` says why web_search cannot be
+    /// mounted and what to set. `env` reads environment variables.
+    pub fn from_config(
+        config: &SearchConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Backend, String> {
+        let choice = match config.backend.as_deref() {
+            Some(b) => b.trim().to_ascii_lowercase(),
+            None if config.searxng_url.is_some() => "searxng".into(),
+            None if config.brave_api_key_env.is_some() => "brave".into(),
+            None => {
+                return Err("no search backend is configured; set search.searxng_url (a SearXNG instance with the JSON format enabled) or search.brave_api_key_env (the name of the environment variable holding a Brave Search API key) in the web module's config".into())
+            }
+        };
+        match choice.as_str() {
+            "searxng" => {
+                let base = config
+                    .searxng_url
+                    .as_deref()
+                    .ok_or("search.backend is \"searxng\" but search.searxng_url is not set")?;
+                Ok(Backend::Searxng {
+                    endpoint: searxng::endpoint(base)?,
+                })
+            }
+            "brave" => {
+                let var = config
+                    .brave_api_key_env
+                    .as_deref()
+                    .ok_or("search.backend is \"brave\" but search.brave_api_key_env is not set")?;
+                let key = env(var).filter(|k| !k.trim().is_empty()).ok_or_else(|| {
+                    format!("search.brave_api_key_env names {var}, but that environment variable is not set or is empty")
+                })?;
+                let endpoint = Url::parse(&config.brave_endpoint).map_err(|e| {
+                    format!(
+                        "search.brave_endpoint {:?} is not a URL: {e}",
+                        config.brave_endpoint
+                    )
+                })?;
+                Ok(Backend::Brave { endpoint, key })
+            }
+            other => Err(format!(
+                "search.backend {other:?} is unknown; use \"searxng\" or \"brave\""
+            )),
+        }
+    }
+}
+
+/// Removes HTML tags and decodes the few entities engines put in snippets.
+pub fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let out = out
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&");
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_backend_says_what_to_set() {
+        let err = Backend::from_config(&SearchConfig::default(), |_| None).unwrap_err();
+        assert!(
+            err.contains("searxng_url") && err.contains("brave_api_key_env"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn brave_needs_its_variable() {
+        let config = SearchConfig {
+            brave_api_key_env: Some("MY_KEY".into()),
+            ..SearchConfig::default()
+        };
+        let err = Backend::from_config(&config, |_| None).unwrap_err();
+        assert!(err.contains("MY_KEY"), "{err}");
+        let ok = Backend::from_config(&config, |v| (v == "MY_KEY").then(|| "k".to_string())).unwrap();
+        assert_eq!(ok.name(), "brave");
+    }
+
+    #[test]
+    fn snippets_lose_their_tags() {
+        assert_eq!(
+            plain("The <strong>Rust</strong> &amp; <em>friends</em>\n"),
+            "The Rust & friends"
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! The module's tools.
+
+pub mod fetch;
+pub mod search;

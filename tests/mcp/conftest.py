@@ -1,0 +1,3 @@
+"""pytest fixtures for the MCP client tests (the helpers live in harness.py)."""
+
+from harness import anyio_backend, workspace  # noqa: F401  (fixtures)
