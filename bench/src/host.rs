@@ -79,6 +79,12 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     b.row("host", "echo: direct in-process FFI call", direct, None);
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // The floor under any design that runs tools on a blocking thread: one
+    // hand-off there and back, with nothing else.
+    let handoff = b.time(1000, b.n(20_000), || {
+        runtime.block_on(async { tokio::task::spawn_blocking(|| ()).await.ok() });
+    });
+    b.row("host", "floor: spawn_blocking round trip alone", handoff, None);
     let pipeline = Pipeline::new(host.clone(), CancelToken::new());
     let through = b.time(1000, b.n(20_000), || {
         let result = runtime.block_on(pipeline.call(Call {

@@ -12,9 +12,11 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the stderr subscriber, filtered by `RUST_LOG` (default `warn`).
-pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+/// Installs the stderr subscriber, filtered by `RUST_LOG` (default
+/// `default_level`: `warn` for most commands, `info` for `check`, whose job
+/// is to say what each module did while mounting).
+pub fn init(format: LogFormat, default_level: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

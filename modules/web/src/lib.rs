@@ -57,7 +57,7 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
                 runtime.clone(),
             ))?;
         }
-        Err(why) => coordinator.log(Level::Warn, format!("web_search is not mounted: {why}")),
+        Err(why) => coordinator.log(Level::Info, format!("web_search is not mounted: {why}")),
     }
     Ok(Cleanup::new(move || runtime.shutdown()))
 }

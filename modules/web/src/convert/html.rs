@@ -129,8 +129,16 @@ mod tests {
         assert!(!c.markdown.contains("do not show"), "{}", c.markdown);
         assert!(!c.markdown.contains("color:red"), "{}", c.markdown);
         assert!(c.extracted);
-        assert!(!c.markdown.contains("Copyright nobody"), "the footer is not main content: {}", c.markdown);
-        assert!(!c.markdown.contains("[About]"), "the nav is not main content: {}", c.markdown);
+        assert!(
+            !c.markdown.contains("Copyright nobody"),
+            "the footer is not main content: {}",
+            c.markdown
+        );
+        assert!(
+            !c.markdown.contains("[About]"),
+            "the nav is not main content: {}",
+            c.markdown
+        );
     }
 
     #[test]
