@@ -71,7 +71,11 @@ pub const EXIT_USAGE: u8 = 2;
 /// Parses the arguments and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let default_level = if matches!(cli.command, Command::Check) { "info" } else { "warn" };
+    let default_level = if matches!(cli.command, Command::Check) {
+        "info"
+    } else {
+        "warn"
+    };
     logging::init(cli.log_format, default_level);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
