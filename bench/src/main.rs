@@ -14,6 +14,9 @@ use std::path::PathBuf;
 
 use report::Bench;
 
+/// One bench area: adds its rows to the table.
+type Area = fn(&mut Bench) -> anyhow::Result<()>;
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -31,7 +34,7 @@ fn main() -> anyhow::Result<()> {
         rows: Vec::new(),
         quick,
     };
-    let areas: [(&str, fn(&mut Bench) -> anyhow::Result<()>); 6] = [
+    let areas: [(&str, Area); 6] = [
         ("host", host::run),
         ("pipeline", pipeline::run),
         ("filesystem", filesystem::run),

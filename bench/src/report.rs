@@ -119,8 +119,8 @@ impl Bench {
     /// Prints the table.
     pub fn print(&self) {
         println!(
-            "{:<11} {:<58} {:>11} {:>11} {:>11} {:>7}  {:<10} {}",
-            "group", "measurement", "median", "p10", "p90", "n", "target", "met"
+            "{:<11} {:<58} {:>11} {:>11} {:>11} {:>7}  {:<10} met",
+            "group", "measurement", "median", "p10", "p90", "n", "target"
         );
         for r in &self.rows {
             println!(

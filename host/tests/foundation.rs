@@ -141,29 +141,14 @@ fn a_panic_becomes_an_error_result_not_an_abort() {
 #[test]
 fn after_a_panic_the_same_host_answers_the_next_call() {
     // In-process: one host, the real cdylib, several calls.
-    let plan_text = format!(
-        "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"fixture\"\n",
-        target_dir().display().to_string()
-    );
-    let plan = toolhost::plan::Plan::parse(&plan_text, std::path::Path::new("inprocess.toml")).unwrap();
-    let host = std::sync::Arc::new(toolhost::host::Host::open(plan).unwrap());
-    let pipeline = toolhost::pipeline::Pipeline::new(host.clone(), toolhost::cancel::CancelToken::new());
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let call = |name: &str, input: serde_json::Value| {
-        rt.block_on(pipeline.call(toolhost::pipeline::Call {
-            name: name.into(),
-            input,
-            ..Default::default()
-        }))
-    };
+    let host = common::InProcess::new("[[tools]]\nmodule = \"fixture\"\n");
     for _ in 0..3 {
-        let panicked = call("panic", json!({"message": "again"}));
+        let panicked = host.call("panic", json!({"message": "again"}));
         assert_eq!(panicked.error.as_ref().unwrap().code, "panicked");
-        let echoed = call("echo", json!({"message": "still alive"}));
+        let echoed = host.call("echo", json!({"message": "still alive"}));
         assert!(echoed.success);
         assert_eq!(echoed.output["message"], "still alive");
     }
-    host.shutdown();
 }
 
 #[test]

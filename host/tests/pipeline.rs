@@ -17,35 +17,6 @@ fn hook(env: &Env, name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
-/// Runs `toolhost batch -` with `lines` on stdin; returns the parsed results.
-fn batch(env: &Env, lines: &[Value], extra: &[&str]) -> (Vec<Value>, i32) {
-    let mut child = env
-        .command()
-        .arg("batch")
-        .arg("-")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    for line in lines {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let results = stdout
-        .lines()
-        .map(|l| {
-            serde_json::from_str(l)
-                .unwrap_or_else(|e| panic!("{e}: {l}\n{}", String::from_utf8_lossy(&out.stderr)))
-        })
-        .collect();
-    (results, out.status.code().unwrap_or(-1))
-}
-
 #[test]
 fn deny_by_tool_and_by_effect() {
     let env = Env::new(&fixture_plan("[policy.tools.echo]\ndecision = \"deny\"\n"));
@@ -105,7 +76,7 @@ fn ask_without_a_terminal_requires_approval_and_flags_approve() {
 fn max_calls_caps_a_tool_per_process() {
     let env = Env::new(&fixture_plan("[policy.tools.echo]\nmax_calls = 2\n"));
     let call = json!({"name": "echo", "input": {"message": "x"}});
-    let (results, code) = batch(&env, &[call.clone(), call.clone(), call], &[]);
+    let (results, code) = env.batch(&[call.clone(), call.clone(), call], &[]);
     let statuses: Vec<&str> = results.iter().map(|r| r["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["success", "success", "policy_denied"]);
     assert!(results[2]["error"]["message"]
@@ -236,7 +207,7 @@ fn batch_orders_conflicting_writes_and_parallelizes_independent_calls() {
     let writes: Vec<Value> = (0..4)
         .map(|i| json!({"name": "write_key", "input": {"key": "same", "ms": 150}, "tool_call_id": format!("w{i}")}))
         .collect();
-    let (results, code) = batch(&env, &writes, &[]);
+    let (results, code) = env.batch(&writes, &[]);
     assert_eq!(code, 0);
     let ids: Vec<&str> = results
         .iter()
@@ -254,7 +225,7 @@ fn batch_orders_conflicting_writes_and_parallelizes_independent_calls() {
     let independent: Vec<Value> = (0..4)
         .map(|i| json!({"name": "write_key", "input": {"key": format!("k{i}"), "ms": 400}}))
         .collect();
-    let (results, _) = batch(&env, &independent, &[]);
+    let (results, _) = env.batch(&independent, &[]);
     let latest_start = results
         .iter()
         .map(|r| r["output"]["start_us"].as_u64().unwrap())
@@ -277,7 +248,7 @@ fn batch_orders_conflicting_writes_and_parallelizes_independent_calls() {
         json!({"name": "sleep", "input": {"key": "m", "ms": 10}}),
         json!({"name": "write_key", "input": {"key": "m", "ms": 10}}),
     ];
-    let (results, _) = batch(&env, &mixed, &[]);
+    let (results, _) = env.batch(&mixed, &[]);
     assert!(results.iter().all(|r| r["success"] == true), "{results:?}");
     assert!(results[0]["output"]["end_us"].as_u64() <= results[2]["output"]["start_us"].as_u64());
 }
@@ -407,34 +378,19 @@ fn json_logs_are_one_object_per_line_on_stderr() {
 #[test]
 fn events_reach_observers_in_process() {
     use std::sync::{Arc, Mutex};
-    let plan_text = format!(
-        "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"fixture\"\n",
-        common::target_dir().display().to_string()
-    );
-    let plan = toolhost::plan::Plan::parse(&plan_text, std::path::Path::new("events.toml")).unwrap();
-    let host = Arc::new(toolhost::host::Host::open(plan).unwrap());
+    let host = common::InProcess::new("[[tools]]\nmodule = \"fixture\"\n");
+    let events = &host.host.events;
     assert!(
-        host.events.names().contains(&"fixture:echoed".to_string()),
+        events.names().contains(&"fixture:echoed".to_string()),
         "module-contributed event name"
     );
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    host.events
-        .subscribe(Arc::new(move |name: &str, payload: &Value| {
-            sink.lock().unwrap().push((name.to_string(), payload.clone()));
-        }));
-    let pipeline = toolhost::pipeline::Pipeline::new(host.clone(), toolhost::cancel::CancelToken::new());
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    for (name, input) in [
-        ("echo", json!({"message": "emit"})),
-        ("echo", json!({"message": 1})),
-    ] {
-        rt.block_on(pipeline.call(toolhost::pipeline::Call {
-            name: name.into(),
-            input,
-            ..Default::default()
-        }));
-    }
+    events.subscribe(Arc::new(move |name: &str, payload: &Value| {
+        sink.lock().unwrap().push((name.to_string(), payload.clone()));
+    }));
+    host.call("echo", json!({"message": "emit"}));
+    host.call("echo", json!({"message": 1}));
     let seen = seen.lock().unwrap();
     let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
@@ -445,7 +401,6 @@ fn events_reach_observers_in_process() {
     assert_eq!(seen[2].1["result"]["output"]["message"], "emit");
     assert!(seen[2].1["duration_ms"].as_f64().is_some());
     assert_eq!(seen[3].1["result"]["status"], "validation_error");
-    host.shutdown();
 }
 
 #[test]
@@ -467,12 +422,19 @@ fn timeouts_come_from_the_plan_then_the_spec_then_the_default() {
     let called = env.call("echo", json!({"message": "x"}));
     called.assert_success();
     let spec_again = remaining(&env, "deadline");
-    assert!(spec_again <= 7_000, "the spec's 7 s beats the default 11 s: {spec_again}");
+    assert!(
+        spec_again <= 7_000,
+        "the spec's 7 s beats the default 11 s: {spec_again}"
+    );
 }
 
 #[test]
 fn a_terminal_user_is_asked_and_the_answer_counts() {
-    if std::process::Command::new("script").arg("--version").output().is_err() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         eprintln!("skipped: `script` (util-linux) is not installed");
         return;
     }

@@ -4,11 +4,12 @@
 //! alone. Groups run one after another, their calls in parallel.
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use toolhost_core::AccessMode;
 
+use crate::plan::normalize;
 use crate::tool::MountedTool;
 
 /// What one call touches.
@@ -43,20 +44,6 @@ pub fn access(tool: &MountedTool, input: &Value, working_dir: &Path) -> Access {
         serial: tool.spec.execution.serial,
         keys,
     }
-}
-
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// Splits calls (by index, in order) into groups that may run in parallel.

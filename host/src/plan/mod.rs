@@ -293,9 +293,10 @@ fn expand_home(path: &str) -> PathBuf {
     }
 }
 
-/// Removes `.` and resolves `..` lexically (the plan names folders that may
-/// not exist yet, so `canonicalize` is not an option here).
-fn normalize(path: &Path) -> PathBuf {
+/// Removes `.` and resolves `..` lexically. Plans name folders that may not
+/// exist yet and batch keys name files that may not exist yet, so
+/// `canonicalize` is not an option for either.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for part in path.components() {

@@ -134,3 +134,81 @@ impl Called {
 pub fn fixture_plan(extra: &str) -> String {
     format!("[host]\ndefault_timeout_secs = 30\ncancel_grace_ms = 1500\n\n[[tools]]\nmodule = \"fixture\"\n\n{extra}")
 }
+
+impl Env {
+    /// `toolhost batch -` with `lines` on stdin (plus `extra` arguments):
+    /// the parsed JSONL results and the exit code.
+    pub fn batch(&self, lines: &[Value], extra: &[&str]) -> (Vec<Value>, i32) {
+        use std::io::Write;
+        let mut child = self
+            .command()
+            .arg("batch")
+            .arg("-")
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run toolhost batch");
+        let mut stdin = child.stdin.take().expect("stdin");
+        for line in lines {
+            writeln!(stdin, "{line}").expect("write a batch line");
+        }
+        drop(stdin);
+        let out = child.wait_with_output().expect("wait for toolhost batch");
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let results = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{stderr}")))
+            .collect();
+        (results, out.status.code().unwrap_or(-1))
+    }
+}
+
+/// A host loaded in this test process from the real cdylibs, for flows that
+/// need several calls in one host (guards, jobs, events).
+pub struct InProcess {
+    /// The loaded host.
+    pub host: std::sync::Arc<toolhost::host::Host>,
+    /// Its pipeline.
+    pub pipeline: std::sync::Arc<toolhost::pipeline::Pipeline>,
+    /// The runtime calls run on.
+    pub runtime: tokio::runtime::Runtime,
+}
+
+impl InProcess {
+    /// Loads `plan` (module_path is set to the target folder for it).
+    pub fn new(plan: &str) -> InProcess {
+        let text = format!(
+            "[host]\nmodule_path = [{:?}]\n{plan}",
+            target_dir().display().to_string()
+        );
+        let plan = toolhost::plan::Plan::parse(&text, Path::new("inprocess.toml")).expect("plan parses");
+        let host = std::sync::Arc::new(toolhost::host::Host::open(plan).expect("plan loads"));
+        let pipeline = std::sync::Arc::new(toolhost::pipeline::Pipeline::new(
+            host.clone(),
+            toolhost::cancel::CancelToken::new(),
+        ));
+        InProcess {
+            host,
+            pipeline,
+            runtime: tokio::runtime::Runtime::new().expect("runtime"),
+        }
+    }
+
+    /// One call through the pipeline.
+    pub fn call(&self, name: &str, input: Value) -> toolhost_core::ToolResult {
+        self.runtime
+            .block_on(self.pipeline.call(toolhost::pipeline::Call {
+                name: name.into(),
+                input,
+                ..Default::default()
+            }))
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        self.host.shutdown();
+    }
+}
