@@ -8,11 +8,15 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::sabi_types::RRef;
 use serde_json::{json, Value};
 use toolhost::cancel::CancelToken;
+use toolhost::context::CallContext;
 use toolhost::host::Host;
 use toolhost::pipeline::{Call, Pipeline};
 use toolhost::plan::Plan;
+use toolhost_core::abi::FfiContext_TO;
 
 use crate::report::Bench;
 
@@ -60,6 +64,31 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         assert!(result.success, "{name} failed: {:?}", result.error);
         result
     };
+
+    // The module's own cost: a direct FFI call, no pipeline.
+    let tool = host
+        .tool("read_file")
+        .ok_or_else(|| anyhow::anyhow!("read_file is not mounted"))?;
+    let request = json!({"tool_call_id": "b", "name": "read_file", "input": {"file_path": "four_k.txt"},
+        "working_dir": work.display().to_string()})
+    .to_string();
+    let ctx = CallContext {
+        cancel: CancelToken::new(),
+        deadline: None,
+        progress: None,
+        module: "filesystem".into(),
+        call_id: "b".into(),
+    };
+    let direct = b.time(200, b.n(5_000), || {
+        let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
+        std::hint::black_box(tool.execute_blocking(&request, ffi));
+    });
+    b.row(
+        "filesystem",
+        "read_file 4 KiB: direct FFI call (module only)",
+        direct,
+        None,
+    );
 
     let stats = b.time(200, b.n(5_000), || {
         std::hint::black_box(call("read_file", json!({"file_path": "four_k.txt"})));

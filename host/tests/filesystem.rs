@@ -79,35 +79,8 @@ impl Lab {
 
     /// Runs a JSONL batch in one host process (the guard is per process).
     fn batch(&self, calls: &[Value]) -> Vec<Value> {
-        let mut child = self
-            .env
-            .command()
-            .args(["batch", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        for call in calls {
-            writeln!(stdin, "{call}").unwrap();
-        }
-        drop(stdin);
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let results: Vec<Value> = stdout
-            .lines()
-            .map(|l| {
-                serde_json::from_str(l)
-                    .unwrap_or_else(|e| panic!("{e}: {l}\n{}", String::from_utf8_lossy(&out.stderr)))
-            })
-            .collect();
-        assert_eq!(
-            results.len(),
-            calls.len(),
-            "stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let (results, _) = self.env.batch(calls, &[]);
+        assert_eq!(results.len(), calls.len());
         results
     }
 }
@@ -986,8 +959,12 @@ fn denials_do_not_reveal_whether_the_target_exists() {
             assert_refused(&ca, "policy_denied");
             assert_refused(&cb, "policy_denied");
             assert_eq!(
-                ca.message().replace("secret.txt", "N").replace("to_existing", "N"),
-                cb.message().replace("missing.txt", "N").replace("to_missing", "N"),
+                ca.message()
+                    .replace("secret.txt", "N")
+                    .replace("to_existing", "N"),
+                cb.message()
+                    .replace("missing.txt", "N")
+                    .replace("to_missing", "N"),
                 "{tool}: an existence oracle"
             );
         }
@@ -1015,4 +992,28 @@ fn a_root_reached_through_a_symlinked_path_works_and_stays_confined() {
         &lab.call("read_file", json!({"file_path": "../alias2/secret.txt"})),
         "policy_denied",
     );
+}
+
+#[test]
+fn oversized_patterns_are_validation_errors_not_panics_or_hangs() {
+    let lab = Lab::new("");
+    let huge = "a".repeat(1024 * 1024);
+    let started = Instant::now();
+    let results = lab.batch(&[
+        json!({"name": "glob", "input": {"pattern": huge}}),
+        json!({"name": "grep", "input": {"pattern": huge}}),
+        json!({"name": "grep", "input": {"pattern": "x", "glob": huge}}),
+        // Under the length cap but compiling to a huge automaton.
+        json!({"name": "grep", "input": {"pattern": "(\\w{1000}){1000}"}}),
+    ]);
+    for result in &results {
+        assert_eq!(
+            result["status"],
+            "validation_error",
+            "{}",
+            &result.to_string()[..300.min(result.to_string().len())]
+        );
+        assert!(result["error"]["message"].as_str().unwrap().len() < 10_000);
+    }
+    assert!(started.elapsed() < Duration::from_secs(30));
 }

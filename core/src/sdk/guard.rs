@@ -18,15 +18,28 @@ pub(crate) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
-/// The text of a panic payload (`&str` or `String`), or a placeholder.
+/// Longest panic message kept: a panic that quotes a huge input must not
+/// turn into a huge result or log line.
+const MAX_MESSAGE: usize = 500;
+
+/// The text of a panic payload (`&str` or `String`), or a placeholder,
+/// cut to a readable length.
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
+    let text = if let Some(s) = payload.downcast_ref::<&str>() {
+        s
     } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
+        s.as_str()
     } else {
-        "a panic with a non-text payload".to_string()
+        "a panic with a non-text payload"
+    };
+    if text.len() <= MAX_MESSAGE {
+        return text.to_string();
     }
+    let mut cut = MAX_MESSAGE;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..cut], text.len())
 }
 
 #[cfg(test)]

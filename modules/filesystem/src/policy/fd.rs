@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{openat2, FileType, Mode, OFlags, ResolveFlags, Stat, CWD};
+use rustix::fs::{openat2, FileType, Mode, OFlags, ResolveFlags, Stat};
 
 /// How symlinks met on the way are treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +59,8 @@ pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
 /// without ever opening them for I/O (so a call never hangs on a FIFO).
 ///
 /// The object is first pinned with an `O_PATH` handle and its type checked;
-/// the readable open that follows must land on the same inode.
+/// the readable open that follows must land on the same inode. (O_NONBLOCK
+/// stays set: it has no effect on regular files and folders.)
 pub fn open_readable(dir: BorrowedFd<'_>, rel: &Path, links: Links) -> io::Result<(OwnedFd, Stat)> {
     let pinned = open_beneath(dir, rel, OFlags::PATH, links)?;
     let before = rustix::fs::fstat(&pinned)?;
@@ -69,12 +70,7 @@ pub fn open_readable(dir: BorrowedFd<'_>, rel: &Path, links: Links) -> io::Resul
     } else {
         OFlags::RDONLY | OFlags::NONBLOCK
     };
-    // Reopen through the pinned handle: a same-inode guarantee without a
-    // second path walk. /proc may be missing; then walk again and compare.
-    let fd = match reopen(&pinned, flags) {
-        Some(fd) => fd,
-        None => open_beneath(dir, rel, flags, links)?,
-    };
+    let fd = open_beneath(dir, rel, flags, links)?;
     let stat = rustix::fs::fstat(&fd)?;
     if stat.st_dev != before.st_dev || stat.st_ino != before.st_ino {
         return Err(io::Error::other(
@@ -82,24 +78,7 @@ pub fn open_readable(dir: BorrowedFd<'_>, rel: &Path, links: Links) -> io::Resul
         ));
     }
     check_kind(&stat)?;
-    if !is_dir(&stat) {
-        // Regular files ignore O_NONBLOCK, but clear it for honesty.
-        let fl = rustix::fs::fcntl_getfl(&fd)?;
-        rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)?;
-    }
     Ok((fd, stat))
-}
-
-/// Reopens an `O_PATH` handle with real access through /proc/self/fd.
-fn reopen(pinned: &OwnedFd, flags: OFlags) -> Option<OwnedFd> {
-    let link = format!("/proc/self/fd/{}", pinned.as_raw_fd());
-    rustix::fs::openat(
-        CWD,
-        link.as_str(),
-        flags | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )
-    .ok()
 }
 
 /// The error a FIFO, socket or device path gets.
@@ -163,8 +142,6 @@ mod tests {
         let (fd, stat) =
             open_readable(root.as_fd(), Path::new("a.txt"), Links::Beneath).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stat.st_size, 3);
-        let fl = rustix::fs::fcntl_getfl(&fd).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!fl.contains(OFlags::NONBLOCK));
         let mut s = String::new();
         std::fs::File::from(fd)
             .read_to_string(&mut s)

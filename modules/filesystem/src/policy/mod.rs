@@ -218,13 +218,22 @@ impl Policy {
     /// Opens an already resolved path for reading.
     pub fn open_resolved(&self, resolved: Resolved, access: Access) -> Result<ReadHandle, ToolError> {
         let root_fd = open_root_or_err(&resolved.root)?;
-        let opened = match fd::open_readable(root_fd.as_fd(), &resolved.rel, Links::Beneath) {
-            Ok(x) => Ok(x),
-            Err(e) if fd::is_escape(&e) => self.open_via_real_path(&resolved, access),
-            Err(e) => Err(self.io_error(e, &resolved, access)),
+        // Fast path: no symlink anywhere, so the real location is the root's
+        // real path plus `rel` (which has no `..`), known without asking /proc.
+        let (fd, stat, real) = match fd::open_readable(root_fd.as_fd(), &resolved.rel, Links::None) {
+            Ok((fd, stat)) => (fd, stat, resolved.root.canonical.join(&resolved.rel)),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                let opened = match fd::open_readable(root_fd.as_fd(), &resolved.rel, Links::Beneath) {
+                    Ok(x) => Ok(x),
+                    Err(e) if fd::is_escape(&e) => self.open_via_real_path(&resolved, access),
+                    Err(e) => Err(self.io_error(e, &resolved, access)),
+                };
+                let (fd, stat) = opened?;
+                let real = fd::real_path(&fd).unwrap_or_else(|| resolved.abs.clone());
+                (fd, stat, real)
+            }
+            Err(e) => return Err(self.io_error(e, &resolved, access)),
         };
-        let (fd, stat) = opened?;
-        let real = fd::real_path(&fd).unwrap_or_else(|| resolved.abs.clone());
         self.verify_real(&real, access, &resolved.display)?;
         Ok(ReadHandle {
             fd,

@@ -2,6 +2,7 @@
 //! at most a bounded prefix of any line, so a 10 GB file or a 100 MB line
 //! costs the window, not the file.
 
+use std::borrow::Cow;
 use std::io::{self, BufRead};
 
 use super::cut_line;
@@ -65,7 +66,7 @@ pub fn numbered<R: BufRead>(
     let mut chunks = 0u32;
     loop {
         chunks = chunks.wrapping_add(1);
-        if chunks % 256 == 0 && cancelled() {
+        if chunks & 0xff == 0 && cancelled() {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
         }
         let buf = reader.fill_buf()?;
@@ -118,48 +119,77 @@ pub fn numbered<R: BufRead>(
 /// Appends one numbered line; false when it would pass `max_bytes`
 /// (the first line is always shown, cut if it must be).
 fn emit(out: &mut Numbered, line: &mut Line, number: usize, window: Window) -> bool {
-    let mut bytes = std::mem::take(&mut line.kept);
     let dropped = std::mem::take(&mut line.dropped_bytes);
+    let mut bytes: &[u8] = &line.kept;
     if dropped == 0 && bytes.last() == Some(&b'\r') {
-        bytes.pop();
+        bytes = &bytes[..bytes.len() - 1];
         out.crlf = true;
     }
-    let decoded = match String::from_utf8(bytes) {
-        Ok(s) => s,
+    let decoded: Cow<'_, str> = match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
         Err(e) => {
             // A multi-byte char split by the keep cap is not a lossy file.
-            let valid = e.utf8_error().valid_up_to();
-            let bytes = e.into_bytes();
+            let valid = e.valid_up_to();
             if dropped > 0 && bytes.len() - valid < 4 && e_is_incomplete(&bytes[valid..]) {
-                String::from_utf8_lossy(&bytes[..valid]).into_owned()
+                String::from_utf8_lossy(&bytes[..valid])
             } else {
                 out.lossy = true;
-                String::from_utf8_lossy(&bytes).into_owned()
+                String::from_utf8_lossy(bytes)
             }
         }
     };
-    let (kept, cut_chars) = cut_line(&decoded, window.max_line_chars);
+    // Fewer bytes than the limit means fewer characters too: skip counting.
+    let (kept, cut_chars) = if decoded.len() <= window.max_line_chars {
+        (&*decoded, 0)
+    } else {
+        cut_line(&decoded, window.max_line_chars)
+    };
     let marker = match (cut_chars, dropped) {
-        (0, 0) => String::new(),
-        (c, 0) => format!(" … [line cut: {c} more characters]"),
-        (_, d) => format!(
+        (0, 0) => None,
+        (c, 0) => Some(format!(" … [line cut: {c} more characters]")),
+        (_, d) => Some(format!(
             " … [line cut at {} characters; about {d} more bytes]",
             window.max_line_chars
-        ),
+        )),
     };
-    let entry = format!("{number:>6}\t{kept}{marker}\n");
-    if out.first != 0 && out.text.len() + entry.len() > window.max_bytes {
+    let entry_len = 8 + kept.len() + marker.as_ref().map_or(0, String::len);
+    if out.first != 0 && out.text.len() + entry_len > window.max_bytes {
+        line.kept.clear();
         return false;
     }
-    if !marker.is_empty() {
+    push_number(&mut out.text, number);
+    out.text.push_str(kept);
+    if let Some(marker) = marker {
+        out.text.push_str(&marker);
         out.cut_lines += 1;
     }
+    out.text.push('\n');
     if out.first == 0 {
         out.first = number;
     }
     out.last = number;
-    out.text.push_str(&entry);
+    line.kept.clear();
     true
+}
+
+/// `{number:>6}\t` without the formatting machinery (it shows in profiles).
+fn push_number(out: &mut String, number: usize) {
+    let mut digits = [b' '; 20];
+    let mut at = digits.len();
+    let mut n = number;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let start = at.min(digits.len() - 6);
+    for &b in &digits[start..] {
+        out.push(b as char);
+    }
+    out.push('\t');
 }
 
 fn e_is_incomplete(tail: &[u8]) -> bool {
@@ -182,6 +212,10 @@ mod tests {
 
     #[test]
     fn windows_and_marks() {
+        let mut s = String::new();
+        push_number(&mut s, 7);
+        push_number(&mut s, 1234567);
+        assert_eq!(s, "     7\t1234567\t");
         let n = run(b"a\nb\nc\n", 2, 1);
         assert_eq!(n.text, "     2\tb\n");
         assert!(n.more);

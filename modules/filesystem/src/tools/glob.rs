@@ -12,11 +12,16 @@ use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 use crate::state::State;
 use crate::walk::Scope;
 
+/// Longest glob accepted (bytes): globset panics on globs whose regex
+/// exceeds its size limit, so they are refused before they reach it.
+const MAX_GLOB_BYTES: usize = 1024;
+
 /// Input of glob.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GlobInput {
     /// A glob such as `**/*.rs` or `src/**/mod.rs`: `*` stays within a folder, `**` crosses folders, `{a,b}` alternates.
+    #[schemars(length(min = 1, max = 1024))]
     pub pattern: String,
     /// The folder to search (default: the working directory).
     #[serde(default)]
@@ -96,6 +101,11 @@ impl Tool for Glob {
                 "pattern may not climb with `..`; set `path` to the folder to search instead",
             ));
         }
+        if pattern.len() > MAX_GLOB_BYTES {
+            return Err(ToolError::invalid_input(format!(
+                "pattern may be at most {MAX_GLOB_BYTES} bytes"
+            )));
+        }
         let matcher = GlobBuilder::new(&pattern)
             .literal_separator(true)
             .build()
@@ -110,7 +120,7 @@ impl Tool for Glob {
         }
         let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
         for (i, entry) in scope.walker(state).build().enumerate() {
-            if i % 512 == 0 {
+            if i & 0x1ff == 0 {
                 ctx.check_cancelled()?;
             }
             let Ok(entry) = entry else { continue };

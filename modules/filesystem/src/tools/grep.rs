@@ -37,17 +37,26 @@ pub enum OutputMode {
     Count,
 }
 
+/// Longest regex accepted (bytes).
+const MAX_PATTERN_BYTES: usize = 4096;
+/// Longest file glob accepted (bytes).
+const MAX_GLOB_BYTES: usize = 1024;
+/// Memory a compiled regex may take.
+const REGEX_SIZE_LIMIT: usize = 16 * 1024 * 1024;
+
 /// Input of grep.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepInput {
     /// A regular expression in Rust/ripgrep syntax (escape literal `(`, `.`, `{` and the like).
+    #[schemars(length(min = 1, max = 4096))]
     pub pattern: String,
     /// The file or folder to search (default: the working directory).
     #[serde(default)]
     pub path: Option<String>,
     /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.{ts,tsx}`.
     #[serde(default)]
+    #[schemars(length(max = 1024))]
     pub glob: Option<String>,
     /// `files_with_matches` (default), `content` or `count`.
     #[serde(default)]
@@ -133,9 +142,20 @@ impl Tool for Grep {
             )));
         }
         let context = input.context.unwrap_or(0).min(100) as usize;
+        if input.pattern.len() > MAX_PATTERN_BYTES
+            || input.glob.as_ref().is_some_and(|g| g.len() > MAX_GLOB_BYTES)
+        {
+            return Err(ToolError::invalid_input(format!(
+                "pattern may be at most {MAX_PATTERN_BYTES} bytes and glob at most {MAX_GLOB_BYTES}"
+            )));
+        }
+        // Size limits make a pathological regex fail fast instead of
+        // compiling for minutes where cancellation cannot reach it.
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(input.case_insensitive)
             .line_terminator(Some(b'\n'))
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
             .build(&input.pattern)
             .map_err(|e| ToolError::invalid_input(format!("invalid regex {:?}: {e}", input.pattern)))?;
         let file_glob = match &input.glob {
@@ -214,7 +234,7 @@ fn walk(
         let mut seen = 0u32;
         Box::new(move |entry| {
             seen = seen.wrapping_add(1);
-            if seen % 64 == 0 && check_cancel() {
+            if seen & 0x3f == 0 && check_cancel() {
                 cancelled.store(true, Ordering::Relaxed);
             }
             if stop.load(Ordering::Relaxed) || cancelled.load(Ordering::Relaxed) {

@@ -107,7 +107,6 @@ impl Tool for ReadFile {
             ctx.set_metadata("total_lines", 0);
             return Ok(format!("[{display} is empty: 0 bytes]"));
         }
-        let reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
         let window = Window {
             offset,
             limit,
@@ -115,7 +114,15 @@ impl Tool for ReadFile {
             max_bytes: config.max_read_bytes,
         };
         let cancelled = || ctx.is_cancelled();
-        let n = numbered(reader, window, &cancelled).map_err(|e| {
+        // A file shorter than the sniffed head is already in memory.
+        let numbered = if head.len() < binary::SNIFF_BYTES {
+            drop(file);
+            numbered(head.as_slice(), window, &cancelled)
+        } else {
+            let reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
+            numbered(reader, window, &cancelled)
+        };
+        let n = numbered.map_err(|e| {
             if ctx.is_cancelled() {
                 ToolError::cancelled()
             } else {
