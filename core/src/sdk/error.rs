@@ -111,7 +111,11 @@ impl ToolError {
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}): {}", self.0.status, self.0.info.code, self.0.info.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.0.status, self.0.info.code, self.0.info.message
+        )
     }
 }
 
