@@ -112,6 +112,20 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         overhead,
         Some(Duration::from_micros(15)),
     );
+    // What the stages themselves cost, beside the thread hand-off that the
+    // design's blocking-thread execution makes unavoidable.
+    let own = Stats {
+        median: overhead.median.saturating_sub(handoff.median),
+        p10: overhead.p10.saturating_sub(handoff.p10),
+        p90: overhead.p90.saturating_sub(handoff.p90),
+        samples: through.samples,
+    };
+    b.row(
+        "host",
+        "echo: stages' own cost (overhead − hand-off floor)",
+        own,
+        None,
+    );
     host.shutdown();
 
     // `toolhost list` as a whole process, on the default plan.
