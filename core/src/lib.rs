@@ -17,6 +17,7 @@
 //! The version of this crate is the ABI version: a module built against
 //! toolhost-core 0.y loads in every host that speaks 0.y, and no other.
 
+#![warn(missing_docs)]
 pub mod abi;
 mod sdk;
 pub mod wire;

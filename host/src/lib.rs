@@ -12,6 +12,7 @@
 // Boxing it would add noise to every stage for no measurable gain on a path
 // that ends the call anyway.
 #![allow(clippy::result_large_err)]
+#![warn(missing_docs)]
 
 pub mod cancel;
 pub mod cli;

@@ -10,6 +10,7 @@
 //! [`runner`] streams output into bounded [`output`] buffers and ends the
 //! tree with SIGTERM then SIGKILL; [`jobs`] keeps background jobs.
 
+#![warn(missing_docs)]
 pub mod config;
 pub mod env;
 pub mod jobs;
