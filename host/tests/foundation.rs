@@ -407,7 +407,9 @@ fn sigint_cancels_the_call_in_flight_then_cleans_up() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Let the host mount and install its signal handlers (generously: CI
+    // machines are busy).
+    std::thread::sleep(Duration::from_millis(2000));
     let started = Instant::now();
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

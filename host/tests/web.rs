@@ -375,9 +375,16 @@ fn paging_says_the_next_offset_and_serves_from_the_cache() {
         .as_str()
         .unwrap()
         .contains("45000 characters"));
-    // One download served all four calls.
+    // One download served all four calls. They run in parallel (web_fetch
+    // declares no resource keys), so any one of them may be the one that
+    // downloaded; the others are served from the cache.
     assert_eq!(server.requests().len(), 1);
-    assert_eq!(results[1]["metadata"]["cache"], "hit");
+    let misses = results
+        .iter()
+        .filter(|r| r["metadata"]["cache"] == "miss")
+        .count();
+    let hits = results.iter().filter(|r| r["metadata"]["cache"] == "hit").count();
+    assert_eq!((misses, hits), (1, 3), "{results:?}");
 }
 
 // ----------------------------------------------------------------- limits
