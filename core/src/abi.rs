@@ -149,6 +149,33 @@ pub fn abi_compatible(host: (u32, u32), library: (u32, u32)) -> bool {
     }
 }
 
+/// `(major, minor)` of a version string such as `0.1.0`.
+pub fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split('.');
+    let major = parts.next()?.trim().parse().ok()?;
+    let minor = parts.next()?.trim().parse().ok()?;
+    Some((major, minor))
+}
+
+/// Whether a library built against toolhost-core `built_against` may be
+/// loaded by this host ([`abi_compatible`] on the two versions).
+pub fn loads_in_this_host(built_against: &str) -> bool {
+    match (major_minor(ABI_VERSION), major_minor(built_against)) {
+        (Some(host), Some(library)) => abi_compatible(host, library),
+        _ => false,
+    }
+}
+
+/// The series a module must be built against to load here: `0.y` while the
+/// major version is 0, else the major version.
+pub fn abi_series() -> String {
+    match major_minor(ABI_VERSION) {
+        Some((0, minor)) => format!("0.{minor}"),
+        Some((major, _)) => major.to_string(),
+        None => ABI_VERSION.to_string(),
+    }
+}
+
 /// The exported symbol name of the library header (abi_stable's mangling of
 /// `_as.lib_header.root module loader`). The `export_module!` macro needs it
 /// as a literal; a test pins it to abi_stable's constant.
@@ -170,6 +197,17 @@ mod tests {
             crate::__root_module_symbol!(),
             abi_stable::library::ROOT_MODULE_LOADER_NAME
         );
+    }
+
+    #[test]
+    fn versions_are_read_and_judged_against_this_host() {
+        assert_eq!(major_minor("0.1.7"), Some((0, 1)));
+        assert_eq!(major_minor(" 2 . 3"), Some((2, 3)));
+        assert_eq!(major_minor("x.1"), None);
+        assert!(loads_in_this_host(ABI_VERSION));
+        assert!(!loads_in_this_host("0.0.7"));
+        assert!(!loads_in_this_host("garbage"));
+        assert!(ABI_VERSION.starts_with(&abi_series()));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use abi_stable::library::{lib_header_from_path, LibraryError};
-use toolhost_core::abi::{abi_compatible, ModuleRef, ABI_VERSION};
+use toolhost_core::abi::{abi_series, loads_in_this_host, ModuleRef, ABI_VERSION};
 use toolhost_core::Manifest;
 
 /// A library that passed every load-time check.
@@ -43,12 +43,11 @@ pub fn open(path: &Path, label: &str) -> Result<Library, String> {
             "module '{label}' ({}) was built against toolhost-core {built_against}, but this host \
              speaks toolhost-core {ABI_VERSION}{detail}. Rebuild the module against toolhost-core {}.",
             path.display(),
-            major_minor_text(ABI_VERSION),
+            abi_series(),
         )
     };
-    match (major_minor(&built_against), major_minor(ABI_VERSION)) {
-        (Some(lib), Some(host)) if abi_compatible(host, lib) => {}
-        _ => return Err(mismatch("")),
+    if !loads_in_this_host(&built_against) {
+        return Err(mismatch(""));
     }
 
     let module = header.init_root_module::<ModuleRef>().map_err(|e| match e {
@@ -77,19 +76,4 @@ pub fn open(path: &Path, label: &str) -> Result<Library, String> {
         ));
     }
     Ok(Library { module, manifest })
-}
-
-fn major_minor(version: &str) -> Option<(u32, u32)> {
-    let mut parts = version.split('.');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
-}
-
-fn major_minor_text(version: &str) -> String {
-    match major_minor(version) {
-        Some((0, minor)) => format!("0.{minor}"),
-        Some((major, _)) => major.to_string(),
-        None => version.to_string(),
-    }
 }

@@ -15,7 +15,7 @@ use toolhost_core::abi::{FfiCleanupBox, FfiCoordinator_TO};
 use toolhost_core::wire::{HostInfo, MountEnvelope};
 use toolhost_core::ToolSpec;
 
-pub use coordinator::log_line;
+pub use coordinator::{log_line, HostCoordinator};
 
 use crate::events::EventBus;
 use crate::plan::{ModuleEntry, ModuleSource, Plan};

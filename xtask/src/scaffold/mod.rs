@@ -81,10 +81,7 @@ pub fn create(names: &Names, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let dir = dir.canonicalize()?;
     let core = crate::tasks::root().join("core");
     let core = core.canonicalize().unwrap_or(core);
-    let abi = toolhost_core::abi::ABI_VERSION
-        .rsplit_once('.')
-        .map(|(major_minor, _)| major_minor.to_string())
-        .unwrap_or_else(|| toolhost_core::abi::ABI_VERSION.to_string());
+    let abi = toolhost_core::abi::abi_series();
     let fill = |template: &str| {
         template
             .replace("{{name}}", &names.module)

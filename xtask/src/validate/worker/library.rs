@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use abi_stable::library::{lib_header_from_path, LibraryError};
-use toolhost_core::abi::{abi_compatible, ModuleRef, ABI_VERSION};
+use toolhost_core::abi::{abi_series, loads_in_this_host, ModuleRef, ABI_VERSION};
 
 use crate::validate::check::{names, CheckResult};
 
@@ -35,20 +35,14 @@ pub fn open(path: &Path, report: &mut dyn FnMut(CheckResult)) -> Option<ModuleRe
     ));
 
     let built_against = header.version_strings().version.as_str().to_string();
-    let host = major_minor(ABI_VERSION);
-    let library = major_minor(&built_against);
     let mismatch = format!(
         "built against toolhost-core {built_against}, but this toolhost speaks {ABI_VERSION}; \
          rebuild the module against toolhost-core {}",
-        host.map(|(a, b)| if a == 0 { format!("0.{b}") } else { a.to_string() })
-            .unwrap_or_else(|| ABI_VERSION.to_string())
+        abi_series()
     );
-    match (host, library) {
-        (Some(h), Some(l)) if abi_compatible(h, l) => {}
-        _ => {
-            report(CheckResult::fail(names::LOADING_ABI_VERSION, None, mismatch));
-            return None;
-        }
+    if !loads_in_this_host(&built_against) {
+        report(CheckResult::fail(names::LOADING_ABI_VERSION, None, mismatch));
+        return None;
     }
     match header.init_root_module::<ModuleRef>() {
         Ok(module) => {
@@ -84,14 +78,6 @@ pub fn open(path: &Path, report: &mut dyn FnMut(CheckResult)) -> Option<ModuleRe
             None
         }
     }
-}
-
-/// `(major, minor)` of a version string.
-fn major_minor(version: &str) -> Option<(u32, u32)> {
-    let mut parts = version.split('.');
-    let major = parts.next()?.trim().parse().ok()?;
-    let minor = parts.next()?.trim().parse().ok()?;
-    Some((major, minor))
 }
 
 /// At most `n` lines of `text` (abi_stable's reports run to thousands).
