@@ -27,6 +27,20 @@ pub struct ModuleReport {
     pub error: Option<String>,
 }
 
+impl ModuleReport {
+    /// A report for `label` with nothing known yet.
+    fn new(label: String) -> Self {
+        ModuleReport {
+            label,
+            loaded: None,
+            path: None,
+            tools: Vec::new(),
+            timings: (Duration::ZERO, Duration::ZERO),
+            error: None,
+        }
+    }
+}
+
 /// A plan that could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[error("{}", .0.join("\n"))]
@@ -67,14 +81,7 @@ impl Host {
         };
         let mut reports = Vec::new();
         for entry in &host.plan.tools {
-            let mut report = ModuleReport {
-                label: entry.label(),
-                loaded: None,
-                path: None,
-                tools: Vec::new(),
-                timings: (Duration::ZERO, Duration::ZERO),
-                error: None,
-            };
+            let mut report = ModuleReport::new(entry.label());
             match loader::mount(entry, &host.plan, &host.events) {
                 Ok(module) => {
                     report.loaded = Some((module.info.name.clone(), module.info.version.clone()));
@@ -100,14 +107,9 @@ impl Host {
             }
         }
         if let Err(e) = host.add_plan_aliases() {
-            reports.push(ModuleReport {
-                label: "[policy]".into(),
-                loaded: None,
-                path: None,
-                tools: Vec::new(),
-                timings: (Duration::ZERO, Duration::ZERO),
-                error: Some(e),
-            });
+            let mut report = ModuleReport::new("[policy]".into());
+            report.error = Some(e);
+            reports.push(report);
         }
         (host, reports)
     }

@@ -18,7 +18,7 @@ impl Registry {
     pub fn add_all(&mut self, tools: &[Arc<MountedTool>]) -> Result<(), String> {
         let mut seen: HashMap<&str, &str> = HashMap::new();
         for tool in tools {
-            for name in std::iter::once(&tool.spec.name).chain(&tool.spec.aliases) {
+            for name in tool.names() {
                 if let Some(owner) = self.owner_of(name) {
                     return Err(format!(
                         "tool name '{name}' is registered by both module '{owner}' and module '{}'; \

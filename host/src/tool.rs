@@ -53,6 +53,12 @@ impl MountedTool {
         &self.spec.name
     }
 
+    /// The public name, then every alias: what plan rules and approvals may
+    /// name the tool by.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.spec.name).chain(&self.spec.aliases)
+    }
+
     /// The input validator, compiled on first use and kept.
     pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
         self.validator

@@ -6,16 +6,11 @@ use serde_json::json;
 
 use super::{print_stdout, EXIT_USAGE};
 use crate::host::Host;
+use crate::pipeline::resolve;
 
 pub(super) fn run(host: &Host, name: &str) -> ExitCode {
     let Some(tool) = host.tool(name) else {
-        let suggestions = host.suggest(name);
-        let hint = if suggestions.is_empty() {
-            "run `toolhost list` to see the tools".to_string()
-        } else {
-            format!("did you mean {}?", suggestions.join(", "))
-        };
-        eprintln!("error: unknown tool '{name}'; {hint}");
+        eprintln!("error: {}", resolve::unknown(name, &host.suggest(name)));
         return ExitCode::from(EXIT_USAGE);
     };
     let mut spec = serde_json::to_value(&tool.spec).unwrap_or_default();

@@ -2,14 +2,14 @@
 //! (stage 5), results in input order.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use toolhost_core::ToolResult;
 
-use super::record::{self, Trace};
+use tracing::Instrument;
+
 use super::{schedule, Call, Pipeline};
 
 /// One JSONL line of `toolhost batch`.
@@ -45,14 +45,6 @@ impl From<BatchItem> for Call {
     }
 }
 
-struct Slot {
-    id: String,
-    name: String,
-    input: Value,
-    started: Instant,
-    trace: Trace,
-}
-
 impl Pipeline {
     /// Runs `calls`: each is prepared (resolve, validate, policy, hooks) in
     /// order, then the runnable ones execute group by group, at most
@@ -64,15 +56,10 @@ impl Pipeline {
         let mut results: Vec<Option<ToolResult>> = (0..total).map(|_| None).collect();
         let mut runnable = Vec::new();
         for (i, call) in calls.into_iter().enumerate() {
-            let id = call.tool_call_id.clone().unwrap_or_else(|| self.new_id());
-            let mut slot = Slot {
-                id: id.clone(),
-                name: call.name.clone(),
-                input: call.input.clone(),
-                started: Instant::now(),
-                trace: Trace::for_call(&call),
-            };
-            match self.prepare(&id, call, &mut slot.trace).await {
+            let mut slot = self.begin(&call);
+            let id = slot.id.clone();
+            let span = slot.span.clone();
+            match self.prepare(&id, call, &mut slot.trace).instrument(span).await {
                 Ok(prepared) => runnable.push((i, prepared)),
                 Err(refusal) => results[i] = Some(refusal),
             }
@@ -96,13 +83,17 @@ impl Pipeline {
                     continue;
                 };
                 let mut trace = std::mem::take(&mut slots[i].trace);
+                let span = slots[i].span.clone();
                 let pipeline = self.clone();
                 let limit = limit.clone();
-                tasks.spawn(async move {
-                    let _permit = limit.acquire_owned().await;
-                    let result = pipeline.run(prepared, &mut trace).await;
-                    (i, result, trace)
-                });
+                tasks.spawn(
+                    async move {
+                        let _permit = limit.acquire_owned().await;
+                        let result = pipeline.run(prepared, &mut trace).await;
+                        (i, result, trace)
+                    }
+                    .instrument(span),
+                );
             }
             while let Some(joined) = tasks.join_next().await {
                 match joined {
@@ -121,7 +112,7 @@ impl Pipeline {
             .into_iter()
             .zip(results)
             .map(|(slot, result)| {
-                let mut result = result.unwrap_or_else(|| {
+                let result = result.unwrap_or_else(|| {
                     ToolResult::failure(
                         &slot.id,
                         toolhost_core::Status::Error,
@@ -129,19 +120,7 @@ impl Pipeline {
                         "the call did not finish",
                     )
                 });
-                result.metadata.duration_ms = slot.started.elapsed().as_secs_f64() * 1000.0;
-                let span = record::span(&slot.id, &slot.name);
-                let _entered = span.enter();
-                record::finish(
-                    &self.host.events,
-                    self.audit.as_ref(),
-                    &slot.name,
-                    &slot.input,
-                    &result,
-                    &slot.trace,
-                    slot.started.elapsed(),
-                );
-                result
+                self.finish(slot, result)
             })
             .collect()
     }

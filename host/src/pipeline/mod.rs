@@ -30,7 +30,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use toolhost_core::wire::codes;
@@ -45,7 +45,7 @@ use crate::context::ProgressSink;
 use crate::host::Host;
 use crate::tool::MountedTool;
 use audit::AuditLog;
-use record::Trace;
+use record::{Pending, Trace};
 
 /// One call as a caller hands it in.
 #[derive(Default)]
@@ -100,6 +100,8 @@ pub struct Pipeline {
     hooks: hooks::Hooks,
     audit: Option<AuditLog>,
     store: OnceLock<Result<idempotency::Store, String>>,
+    /// The plan's working folder as every CallRequest carries it.
+    working_dir: String,
 }
 
 impl Pipeline {
@@ -111,6 +113,7 @@ impl Pipeline {
                 .map_err(|e| tracing::error!("cannot open the audit log {path}: {e}"))
                 .ok()
         });
+        let working_dir = host.plan.working_dir.to_string_lossy().into_owned();
         Pipeline {
             hooks: hooks::Hooks::new(&host.plan),
             host,
@@ -120,6 +123,7 @@ impl Pipeline {
             counts: policy::CallCounts::default(),
             audit,
             store: OnceLock::new(),
+            working_dir,
         }
     }
 
@@ -140,37 +144,30 @@ impl Pipeline {
 
     /// Runs one call through every stage and returns its result.
     pub async fn call(&self, call: Call) -> ToolResult {
-        let started = Instant::now();
-        let id = call.tool_call_id.clone().unwrap_or_else(|| self.new_id());
-        let span = record::span(&id, &call.name);
-        let name = call.name.clone();
-        // The input is kept for the record only when someone will read it.
-        let input = if self.audit.is_some() || self.host.events.is_observed() {
-            call.input.clone()
-        } else {
-            Value::Null
-        };
-        let mut trace = Trace::for_call(&call);
-        let mut result = async {
-            match self.prepare(&id, call, &mut trace).await {
-                Ok(prepared) => self.run(prepared, &mut trace).await,
+        let mut pending = self.begin(&call);
+        let id = pending.id.clone();
+        let result = async {
+            match self.prepare(&id, call, &mut pending.trace).await {
+                Ok(prepared) => self.run(prepared, &mut pending.trace).await,
                 Err(refusal) => refusal,
             }
         }
-        .instrument(span.clone())
+        .instrument(pending.span.clone())
         .await;
-        result.metadata.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let _entered = span.enter();
-        record::finish(
-            &self.host.events,
-            self.audit.as_ref(),
-            &name,
-            &input,
-            &result,
-            &trace,
-            started.elapsed(),
-        );
-        result
+        self.finish(pending, result)
+    }
+
+    /// Starts recording a call (its id, span and trace); the input is kept
+    /// for the record only when an audit log or an observer will read it.
+    fn begin(&self, call: &Call) -> Pending {
+        let id = call.tool_call_id.clone().unwrap_or_else(|| self.new_id());
+        let keep_input = self.audit.is_some() || self.host.events.is_observed();
+        Pending::start(id, call, keep_input)
+    }
+
+    /// Stage 8 for one finished call: events, log line, audit record.
+    fn finish(&self, pending: Pending, result: ToolResult) -> ToolResult {
+        record::finish(&self.host.events, self.audit.as_ref(), pending, result)
     }
 
     /// Stages 1–4 (and the idempotency lookup).
@@ -257,7 +254,7 @@ impl Pipeline {
                 std::mem::take(&mut input)
             },
             deadline_ms: Some(limits.timeout.as_millis() as u64),
-            working_dir: self.host.plan.working_dir.to_string_lossy().into_owned(),
+            working_dir: self.working_dir.clone(),
         };
         let result = execute::run(tool.clone(), request, limits, cancel, &self.shutdown, progress).await;
         // 7. post-process
@@ -276,8 +273,8 @@ impl Pipeline {
     /// for in its spec, else the host default.
     fn timeout_for(&self, tool: &MountedTool) -> Duration {
         let plan = &self.host.plan;
-        let secs = std::iter::once(&tool.spec.name)
-            .chain(&tool.spec.aliases)
+        let secs = tool
+            .names()
             .find_map(|n| plan.policy.tools.get(n).and_then(|r| r.timeout_secs))
             .or(tool.spec.execution.timeout_secs)
             .unwrap_or(plan.host.default_timeout_secs);

@@ -48,9 +48,7 @@ pub struct CallCounts(Mutex<HashMap<String, u64>>);
 
 /// The rule for a tool: by its name or any of its aliases.
 fn rule_for<'p>(plan: &'p Plan, tool: &MountedTool) -> Option<&'p ToolRule> {
-    std::iter::once(&tool.spec.name)
-        .chain(&tool.spec.aliases)
-        .find_map(|name| plan.policy.tools.get(name))
+    tool.names().find_map(|name| plan.policy.tools.get(name))
 }
 
 /// Which rule made a decision (rendered only when a message needs it).
@@ -116,9 +114,7 @@ pub async fn check(
         }
         Decision::Allow => Verdict::Allowed,
         Decision::Ask => {
-            let named = std::iter::once(&tool.spec.name)
-                .chain(&tool.spec.aliases)
-                .any(|n| pre.tools.contains(n));
+            let named = tool.names().any(|n| pre.tools.contains(n));
             if pre.all || named {
                 Verdict::Approved("flag")
             } else if let Some(approver) = approver {

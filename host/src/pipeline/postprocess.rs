@@ -33,11 +33,7 @@ pub fn check_output(tool: &MountedTool, mut result: ToolResult) -> ToolResult {
     if validator.is_valid(&result.output) {
         return result;
     }
-    let violations: Vec<Value> = validator
-        .iter_errors(&result.output)
-        .take(20)
-        .map(|e| json!({ "pointer": e.instance_path().as_str(), "message": e.to_string() }))
-        .collect();
+    let violations = super::validate::violations(validator, &result.output);
     result.status = Status::Error;
     result.success = false;
     result.error = Some(ErrorInfo {
@@ -75,8 +71,23 @@ pub fn bound(mut result: ToolResult, max: usize) -> ToolResult {
     result
 }
 
-fn json_len(value: &Value) -> usize {
-    serde_json::to_vec(value).map(|v| v.len()).unwrap_or(0)
+/// The size of a value's JSON text, counted without building the text.
+pub(crate) fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
 }
 
 /// Cuts the longest strings down to a common cap ("water filling") so the

@@ -1,8 +1,6 @@
 //! Stage 8, record: the `tool:pre` / `tool:post` / `tool:error` events, a
 //! `tracing` span per call, and one audit record per call.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 use toolhost_core::ToolResult;
 use tracing::Span;
@@ -12,8 +10,42 @@ use crate::events::EventBus;
 use crate::tool::MountedTool;
 
 /// The span every stage of one call runs in.
-pub fn span(id: &str, name: &str) -> Span {
+fn span(id: &str, name: &str) -> Span {
     tracing::info_span!("tool_call", call = %id, tool = %name)
+}
+
+/// One call between its start and its record: what [`finish`] needs.
+pub struct Pending {
+    /// The call's id.
+    pub id: String,
+    /// The name it was called by.
+    pub name: String,
+    /// The caller's input, kept only when an audit log or an observer will
+    /// read it (`Null` otherwise).
+    pub input: Value,
+    /// What the stages learned.
+    pub trace: Trace,
+    /// The span every stage runs in.
+    pub span: Span,
+    started: std::time::Instant,
+}
+
+impl Pending {
+    /// Starts recording a call; `keep_input` says whether the record needs it.
+    pub fn start(id: String, call: &super::Call, keep_input: bool) -> Pending {
+        Pending {
+            span: span(&id, &call.name),
+            id,
+            name: call.name.clone(),
+            input: if keep_input {
+                call.input.clone()
+            } else {
+                Value::Null
+            },
+            trace: Trace::for_call(call),
+            started: std::time::Instant::now(),
+        }
+    }
 }
 
 /// What the stages learned about a call, for its record.
@@ -56,17 +88,21 @@ pub fn pre(events: &EventBus, tool: &MountedTool, id: &str, input: &Value) {
     );
 }
 
-/// Emits `tool:post` or `tool:error`, logs the outcome and appends the audit record.
+/// Stamps the call's duration, emits `tool:post` or `tool:error`, logs the
+/// outcome and appends the audit record.
 pub fn finish(
     events: &EventBus,
     audit: Option<&AuditLog>,
-    name: &str,
-    input: &Value,
-    result: &ToolResult,
-    trace: &Trace,
-    elapsed: Duration,
-) {
-    let ms = elapsed.as_secs_f64() * 1000.0;
+    pending: Pending,
+    mut result: ToolResult,
+) -> ToolResult {
+    result.metadata.duration_ms = pending.started.elapsed().as_secs_f64() * 1000.0;
+    let _entered = pending.span.enter();
+    let Pending {
+        name, input, trace, ..
+    } = &pending;
+    let (name, input) = (name.as_str(), input);
+    let ms = result.metadata.duration_ms;
     let module = trace.tool.as_ref().map(|t| t.module.name.as_str());
     if events.is_observed() {
         let event = if result.success { "tool:post" } else { "tool:error" };
@@ -82,7 +118,7 @@ pub fn finish(
     }
     if let Some(audit) = audit {
         let (input_sha256, input_bytes) = input_digest(input);
-        let output_bytes = serde_json::to_vec(&result.output).map(|v| v.len()).unwrap_or(0);
+        let output_bytes = super::postprocess::json_len(&result.output);
         let tool = trace.tool.as_deref();
         audit.append(&AuditRecord {
             ts_unix_ms: now_ms(),
@@ -104,4 +140,6 @@ pub fn finish(
             input: audit.raw_inputs().then_some(input),
         });
     }
+    drop(_entered);
+    result
 }

@@ -14,17 +14,22 @@ use crate::tool::MountedTool;
 pub fn tool(host: &Host, id: &str, name: &str) -> Result<Arc<MountedTool>, ToolResult> {
     host.tool(name).ok_or_else(|| {
         let suggestions = host.suggest(name);
-        let hint = match suggestions.as_slice() {
-            [] => "run `toolhost list` to see the tools".to_string(),
-            [one] => format!("did you mean {one}?"),
-            many => format!("did you mean one of: {}?", many.join(", ")),
-        };
         ToolResult::failure(
             id,
             Status::Error,
             codes::UNKNOWN_TOOL,
-            format!("unknown tool '{name}'; {hint}"),
+            unknown(name, &suggestions),
         )
         .with_details(json!({ "suggestions": suggestions }))
     })
+}
+
+/// "unknown tool 'x'; did you mean …?", for every front end that resolves names.
+pub fn unknown(name: &str, suggestions: &[String]) -> String {
+    let hint = match suggestions {
+        [] => "run `toolhost list` to see the tools".to_string(),
+        [one] => format!("did you mean {one}?"),
+        many => format!("did you mean one of: {}?", many.join(", ")),
+    };
+    format!("unknown tool '{name}'; {hint}")
 }

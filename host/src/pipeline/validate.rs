@@ -19,11 +19,7 @@ pub fn input(tool: &MountedTool, id: &str, input: &Value) -> Result<(), ToolResu
     if validator.is_valid(input) {
         return Ok(());
     }
-    let violations: Vec<Value> = validator
-        .iter_errors(input)
-        .take(MAX_VIOLATIONS)
-        .map(|e| json!({ "pointer": e.instance_path().as_str(), "message": short(&e.to_string()) }))
-        .collect();
+    let violations = violations(validator, input);
     let listing = violations
         .iter()
         .map(|v| {
@@ -44,6 +40,16 @@ pub fn input(tool: &MountedTool, id: &str, input: &Value) -> Result<(), ToolResu
         ),
     )
     .with_details(json!({ "violations": violations })))
+}
+
+/// Every way `instance` breaks the schema (at most [`MAX_VIOLATIONS`]), as
+/// `{pointer, message}` objects; shared by the input and output checks.
+pub(super) fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Value> {
+    validator
+        .iter_errors(instance)
+        .take(MAX_VIOLATIONS)
+        .map(|e| json!({ "pointer": e.instance_path().as_str(), "message": short(&e.to_string()) }))
+        .collect()
 }
 
 /// Keeps a message short: a violation quoting a huge value quotes its start.
