@@ -6,7 +6,8 @@
 //!
 //! How it fits together: [`tools`] parse input and shape results;
 //! [`policy`] checks commands on a real parse; [`process`] starts each
-//! command under a forked child subreaper so no process can leave its tree;
+//! command under a child subreaper (cloned, sharing the host's memory) so
+//! no process can leave its tree;
 //! [`runner`] streams output into bounded [`output`] buffers and ends the
 //! tree with SIGTERM then SIGKILL; [`jobs`] keeps background jobs.
 

@@ -8,7 +8,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use super::raw;
 use super::reaper::{self, Prepared};
+use super::stacks::Stacks;
 use super::tree::Tree;
 
 /// What to run.
@@ -60,10 +62,10 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     envp.push(std::ptr::null());
     let cwd = cstring(spec.cwd.as_os_str().as_bytes(), "the working directory")?;
 
-    let mut rlimits = [(0 as libc::c_int, 0 as libc::rlim_t); 8];
+    let mut rlimits = [(0 as libc::c_int, 0u64); 8];
     let rlimit_count = spec.rlimits.len().min(rlimits.len());
     for (slot, (resource, value)) in rlimits.iter_mut().zip(spec.rlimits) {
-        *slot = (*resource, *value as libc::rlim_t);
+        *slot = (*resource, *value);
     }
 
     let devnull = open_devnull()?;
@@ -71,41 +73,83 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     let (err_r, err_w) = pipe()?;
     let (status_r, status_w) = pipe()?;
     let (control_host, control_reaper) = socketpair()?;
+    let stacks = Stacks::new()?;
 
-    let prepared = Prepared {
-        shell: shell.as_ptr(),
-        argv: argv.as_ptr(),
-        envp: envp.as_ptr(),
-        cwd: cwd.as_ptr(),
-        rlimits,
-        rlimit_count,
-        fds: [
-            devnull.as_raw_fd(),
-            out_w.as_raw_fd(),
-            err_w.as_raw_fd(),
-            status_w.as_raw_fd(),
-            control_reaper.as_raw_fd(),
-        ],
-    };
-    // SAFETY: fork has no preconditions; the child only runs `reaper::run`,
-    // which makes async-signal-safe calls on data prepared above and exits.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: we are the child of fork, `prepared` is fully built.
-        unsafe { reaper::run(&prepared) }
-    }
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let launch = Box::new(Launch {
+        prepared: Prepared {
+            shell: shell.as_ptr(),
+            argv: argv.as_ptr(),
+            envp: envp.as_ptr(),
+            cwd: cwd.as_ptr(),
+            rlimits,
+            rlimit_count,
+            fds: [
+                devnull.as_raw_fd(),
+                out_w.as_raw_fd(),
+                err_w.as_raw_fd(),
+                status_w.as_raw_fd(),
+                control_reaper.as_raw_fd(),
+            ],
+            shell_stack: stacks.shell_top(),
+        },
+        _strings: (shell, argv_owned, env_owned, cwd),
+        _pointers: (argv, envp),
+        stacks,
+    });
+    let pid = start_reaper(&launch)?;
     drop((devnull, out_w, err_w, status_w, control_reaper));
     set_nonblocking(&out_r)?;
     set_nonblocking(&err_r)?;
     set_nonblocking(&status_r)?;
     Ok(Spawned {
-        tree: Tree::new(pid, status_r, control_host),
+        tree: Tree::new(pid, status_r, control_host, launch),
         stdout: out_r,
         stderr: err_r,
     })
+}
+
+/// What the reaper reads while it runs: kept at one address, with everything
+/// its pointers point into, until the reaper has been reaped.
+pub(super) struct Launch {
+    prepared: Prepared,
+    _strings: (CString, [CString; 3], Vec<CString>, CString),
+    _pointers: (Vec<*const libc::c_char>, Vec<*const libc::c_char>),
+    stacks: Stacks,
+}
+
+// SAFETY: the raw pointers point into the strings and vectors owned by the
+// same value; nothing is shared with another thread but the reaper, which
+// only reads.
+unsafe impl Send for Launch {}
+
+/// Clones the reaper onto its own stack, sharing the host's memory, with
+/// every signal blocked until it has replaced the host's handlers.
+fn start_reaper(launch: &Launch) -> io::Result<libc::pid_t> {
+    // SAFETY: plain signal-mask calls on this thread with local sets.
+    let old = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        old
+    };
+    // SAFETY: `launch` (and the stacks and strings it owns) stays at this
+    // address until the reaper is reaped (see `Tree`); the flags share only
+    // memory, and `reaper::main` makes nothing but raw system calls.
+    let pid = unsafe {
+        raw::clone_on(
+            (libc::CLONE_VM | libc::SIGCHLD) as usize,
+            launch.stacks.reaper_top(),
+            reaper::main,
+            (&launch.prepared as *const Prepared).cast_mut().cast(),
+        )
+    };
+    // SAFETY: restoring the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    if pid < 0 {
+        return Err(io::Error::from_raw_os_error(-pid as i32));
+    }
+    Ok(pid as libc::pid_t)
 }
 
 fn cstring(bytes: &[u8], what: &str) -> io::Result<CString> {

@@ -6,6 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::reaper::{FORK_FAILED, LEFTOVERS};
+use super::spawn::Launch;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,10 +43,13 @@ pub struct Tree {
     exit: Option<Exit>,
     leftovers: bool,
     gone: bool,
+    /// The reaper's stacks and data: freed only once it has been reaped,
+    /// leaked if it never is (it shares our memory).
+    launch: Option<Box<Launch>>,
 }
 
 impl Tree {
-    pub(super) fn new(reaper: libc::pid_t, status: OwnedFd, control: OwnedFd) -> Tree {
+    pub(super) fn new(reaper: libc::pid_t, status: OwnedFd, control: OwnedFd, launch: Box<Launch>) -> Tree {
         Tree {
             reaper,
             status,
@@ -54,6 +58,7 @@ impl Tree {
             exit: None,
             leftovers: false,
             gone: false,
+            launch: Some(launch),
         }
     }
 
@@ -130,7 +135,10 @@ impl Tree {
         let mut st = 0;
         // SAFETY: waiting on our own child; it has closed its status pipe,
         // so it is exiting and this returns at once.
-        unsafe { libc::waitpid(self.reaper, &mut st, 0) };
+        let reaped = unsafe { libc::waitpid(self.reaper, &mut st, 0) } == self.reaper;
+        if reaped {
+            self.launch = None;
+        }
     }
 
     /// SIGTERM (then SIGCONT) to every process of the tree.
@@ -189,7 +197,13 @@ impl Drop for Tree {
             self.control = None;
             let mut st = 0;
             // SAFETY: non-blocking wait on our own child.
-            unsafe { libc::waitpid(self.reaper, &mut st, libc::WNOHANG) };
+            let reaped = unsafe { libc::waitpid(self.reaper, &mut st, libc::WNOHANG) } == self.reaper;
+            if !reaped {
+                // It may still run on these stacks: never unmap them.
+                if let Some(launch) = self.launch.take() {
+                    Box::leak(launch);
+                }
+            }
         }
     }
 }
