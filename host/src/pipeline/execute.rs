@@ -1,5 +1,6 @@
-//! Stage 6, execute: the module's `execute` on a blocking thread, under the
-//! deadline, with the cancel token set on timeout, client cancel or shutdown.
+//! Stage 6, execute: the module's `execute` on a blocking thread (through
+//! the [`handoff`](super::handoff)), under the deadline, with the cancel token
+//! set on timeout, client cancel or shutdown.
 //!
 //! A tool that ignores the token cannot be pre-empted in-process: after a
 //! grace period the host answers without it and the thread is abandoned.
@@ -18,6 +19,8 @@ use crate::cancel::CancelToken;
 use crate::context::{CallContext, ProgressSink};
 use crate::tool::MountedTool;
 
+use super::handoff::Handoff;
+
 /// How one call is to run.
 pub struct Limits {
     /// Time the tool gets.
@@ -28,6 +31,7 @@ pub struct Limits {
 
 /// Runs the call and returns the tool's result (or the host's, on timeout).
 pub async fn run(
+    handoff: &Arc<Handoff>,
     tool: Arc<MountedTool>,
     request: CallRequest,
     limits: Limits,
@@ -62,15 +66,14 @@ pub async fn run(
         Ok(json) => json,
         Err(e) => return ToolResult::failure(&id, Status::Error, codes::INTERNAL, e.to_string()),
     };
-    let task = {
+    let mut task = {
         let tool = tool.clone();
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || {
+        handoff.run(move || {
             let ffi = FfiContext_TO::from_ptr(RRef::new(&*ctx), TD_Opaque);
             tool.execute_blocking(&call_json, ffi)
         })
     };
-    tokio::pin!(task);
 
     let why = tokio::select! {
         biased;
@@ -122,7 +125,7 @@ pub async fn run(
 }
 
 /// The tool's JSON result, checked; a malformed one becomes an error.
-fn parse(joined: Result<String, tokio::task::JoinError>, id: &str) -> ToolResult {
+fn parse(joined: Result<String, String>, id: &str) -> ToolResult {
     let text = match joined {
         Ok(text) => text,
         Err(e) => {

@@ -17,6 +17,7 @@
 pub mod audit;
 mod batch;
 pub mod execute;
+pub mod handoff;
 pub mod hooks;
 pub mod idempotency;
 pub mod policy;
@@ -102,6 +103,8 @@ pub struct Pipeline {
     store: OnceLock<Result<idempotency::Store, String>>,
     /// The plan's working folder as every CallRequest carries it.
     working_dir: String,
+    /// Hands calls to blocking threads.
+    handoff: Arc<handoff::Handoff>,
 }
 
 impl Pipeline {
@@ -124,6 +127,7 @@ impl Pipeline {
             audit,
             store: OnceLock::new(),
             working_dir,
+            handoff: Arc::default(),
         }
     }
 
@@ -256,7 +260,16 @@ impl Pipeline {
             deadline_ms: Some(limits.timeout.as_millis() as u64),
             working_dir: self.working_dir.clone(),
         };
-        let result = execute::run(tool.clone(), request, limits, cancel, &self.shutdown, progress).await;
+        let result = execute::run(
+            &self.handoff,
+            tool.clone(),
+            request,
+            limits,
+            cancel,
+            &self.shutdown,
+            progress,
+        )
+        .await;
         // 7. post-process
         let result = postprocess::check_output(&tool, result);
         let result = postprocess::bound(result, self.host.plan.host.max_output_bytes as usize);

@@ -1,0 +1,384 @@
+//! The hand-off of a call to a blocking thread (DESIGN rule 4), made cheap.
+//!
+//! A plain `spawn_blocking` round trip costs two thread wake-ups: one to
+//! start a parked pool thread, one to wake the caller when the tool is done.
+//! On a virtual machine each wake-up of an idle vCPU is an interrupt and a VM
+//! exit, 10–60 µs, several times what a small tool (read_file, echo) takes.
+//! So both ends spin briefly instead of sleeping, but only when it pays:
+//!
+//! - After a job, its thread stays *hot* for up to [`HOT_SPIN`], waiting for
+//!   the next job in a one-job slot; it does so only while calls have been
+//!   arriving within that time of each other (an agent's burst, a batch).
+//!   Otherwise it goes back to tokio's pool at once, so a server answering
+//!   one call every few hundred microseconds burns no CPU on spinning.
+//! - The caller, on its first poll, spins up to [`WAIT_SPIN`] for the result
+//!   when its job went to a hot thread and recent jobs have been that short;
+//!   otherwise it sleeps on a waker.
+//!
+//! Nothing else changes: the tool still runs on a thread of its own, the
+//! caller can stop waiting at any moment (timeout, cancel, abandon), and a
+//! job nobody waits for any more simply delivers into a dropped slot.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// How long a thread stays hot after a job.
+pub const HOT_SPIN: Duration = Duration::from_micros(60);
+/// How long a caller spins for a result before it sleeps.
+pub const WAIT_SPIN: Duration = Duration::from_micros(40);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+const COLD: u8 = 0; // no thread is hot
+const HOT: u8 = 1; // one thread spins, waiting for a job
+const HANDING: u8 = 2; // a caller is putting a job in the slot
+const HANDED: u8 = 3; // the slot holds a job for the hot thread
+
+/// Hands jobs to blocking threads; one per pipeline.
+pub struct Handoff {
+    state: AtomicU8,
+    slot: Mutex<Option<Job>>,
+    started: Instant,
+    /// When the last job ended (ns since `started`).
+    last_end: AtomicU64,
+    /// Moving average of the time from a job's end to the next job's start.
+    gap_ns: AtomicU64,
+    /// Moving average of how long jobs run.
+    busy_ns: AtomicU64,
+    /// How many times a thread stayed hot.
+    spells: AtomicU64,
+}
+
+impl Default for Handoff {
+    fn default() -> Self {
+        let never = 10 * HOT_SPIN.as_nanos() as u64;
+        Handoff {
+            state: AtomicU8::new(COLD),
+            slot: Mutex::new(None),
+            started: Instant::now(),
+            last_end: AtomicU64::new(0),
+            // Start out assuming sparse, long calls: no spinning until the
+            // calls themselves show it pays.
+            gap_ns: AtomicU64::new(never),
+            busy_ns: AtomicU64::new(never),
+            spells: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Handoff {
+    /// Runs `f` on a blocking thread; the returned future resolves to its
+    /// value, or to the panic message if it panicked. Must be called inside
+    /// a tokio runtime.
+    pub fn run<T, F>(self: &Arc<Self>, f: F) -> Completion<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.note_gap();
+        let slot = Arc::new(Slot::default());
+        let job: Job = {
+            let slot = slot.clone();
+            let me = self.clone();
+            Box::new(move || {
+                let began = Instant::now();
+                let value = catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_message(&*p));
+                me.note_end(began.elapsed());
+                slot.deliver(value);
+            })
+        };
+        let hot = match self.hand_to_hot(job) {
+            Ok(()) => true,
+            Err(job) => {
+                let me = self.clone();
+                // The JoinHandle is not needed: the job delivers itself.
+                drop(tokio::task::spawn_blocking(move || {
+                    job();
+                    me.stay_hot();
+                }));
+                false
+            }
+        };
+        // Spin only when the job started at once and jobs are short; a cold
+        // start takes a wake-up anyway, so sleep through it.
+        let spin = if hot && self.busy_ns.load(Ordering::Relaxed) < WAIT_SPIN.as_nanos() as u64 {
+            WAIT_SPIN
+        } else {
+            Duration::ZERO
+        };
+        Completion { slot, spin }
+    }
+
+    /// Gives `job` to the hot thread, if there is one.
+    fn hand_to_hot(&self, job: Job) -> Result<(), Job> {
+        if self
+            .state
+            .compare_exchange(HOT, HANDING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(job);
+        }
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(job);
+        self.state.store(HANDED, Ordering::Release);
+        Ok(())
+    }
+
+    /// After a job: spin for the next one while calls come in bursts, then
+    /// give the thread back. Only one thread is hot at a time.
+    fn stay_hot(&self) {
+        loop {
+            if self.gap_ns.load(Ordering::Relaxed) >= HOT_SPIN.as_nanos() as u64 {
+                return;
+            }
+            if self
+                .state
+                .compare_exchange(COLD, HOT, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                return; // another thread is hot already
+            }
+            self.spells.fetch_add(1, Ordering::Relaxed);
+            let until = Instant::now() + HOT_SPIN;
+            let mut spins = 0u32;
+            let job = loop {
+                match self.state.load(Ordering::Acquire) {
+                    HANDED => {
+                        let job = self.slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+                        self.state.store(COLD, Ordering::Release);
+                        break job;
+                    }
+                    HOT => {
+                        spins = spins.wrapping_add(1);
+                        if spins.is_multiple_of(64)
+                            && Instant::now() >= until
+                            && self
+                                .state
+                                .compare_exchange(HOT, COLD, Ordering::AcqRel, Ordering::Relaxed)
+                                .is_ok()
+                        {
+                            return;
+                        }
+                    }
+                    _ => {} // HANDING: the job is on its way
+                }
+                std::hint::spin_loop();
+            };
+            if let Some(job) = job {
+                job();
+            }
+        }
+    }
+
+    /// How many times a thread has stayed hot after a job: zero while calls
+    /// are sparse (a diagnostic, and what the tests check).
+    pub fn hot_spells(&self) -> u64 {
+        self.spells.load(Ordering::Relaxed)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.started.elapsed().as_nanos() as u64
+    }
+
+    fn note_gap(&self) {
+        let end = self.last_end.load(Ordering::Relaxed);
+        if end == 0 {
+            return;
+        }
+        let gap = self.now_ns().saturating_sub(end);
+        average(&self.gap_ns, gap);
+    }
+
+    fn note_end(&self, took: Duration) {
+        average(&self.busy_ns, took.as_nanos() as u64);
+        self.last_end.store(self.now_ns().max(1), Ordering::Relaxed);
+    }
+}
+
+/// Folds `sample` into a moving average (weight 1/8); races only blur it.
+fn average(avg: &AtomicU64, sample: u64) {
+    let old = avg.load(Ordering::Relaxed);
+    let new = old - old / 8 + sample.min(u64::MAX / 16) / 8;
+    avg.store(new, Ordering::Relaxed);
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Where a job leaves its value.
+struct Slot<T> {
+    ready: AtomicBool,
+    value: Mutex<Option<Result<T, String>>>,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Slot {
+            ready: AtomicBool::new(false),
+            value: Mutex::new(None),
+            waker: Mutex::new(None),
+        }
+    }
+}
+
+impl<T> Slot<T> {
+    fn deliver(&self, value: Result<T, String>) {
+        *self.value.lock().unwrap_or_else(PoisonError::into_inner) = Some(value);
+        self.ready.store(true, Ordering::SeqCst);
+        let waker = self.waker.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    fn take(&self) -> Option<Result<T, String>> {
+        self.value.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+/// A job's value, once it is there. Dropping it stops waiting; the job
+/// runs on regardless.
+pub struct Completion<T> {
+    slot: Arc<Slot<T>>,
+    /// Spin budget left for the first poll.
+    spin: Duration,
+}
+
+impl<T> Future for Completion<T> {
+    type Output = Result<T, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if !self.spin.is_zero() {
+            let until = Instant::now() + std::mem::take(&mut self.spin);
+            let mut spins = 0u32;
+            while !self.slot.ready.load(Ordering::Acquire) {
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(64) && Instant::now() >= until {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        if self.slot.ready.load(Ordering::SeqCst) {
+            return Poll::Ready(self.take_value());
+        }
+        *self.slot.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(cx.waker().clone());
+        if self.slot.ready.load(Ordering::SeqCst) {
+            return Poll::Ready(self.take_value());
+        }
+        Poll::Pending
+    }
+}
+
+impl<T> Completion<T> {
+    fn take_value(&self) -> Result<T, String> {
+        self.slot
+            .take()
+            .unwrap_or_else(|| Err("the result was already taken".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn every_job_runs_once_and_delivers_its_own_value() {
+        let rt = runtime();
+        let handoff = Arc::new(Handoff::default());
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // Back-to-back calls make the threads hot; concurrent ones race the
+        // hand-off against the fallback.
+        rt.block_on(async {
+            for i in 0..2000u64 {
+                let c = count.clone();
+                let got = handoff
+                    .run(move || {
+                        c.fetch_add(1, Ordering::SeqCst);
+                        i * 2
+                    })
+                    .await;
+                assert_eq!(got, Ok(i * 2));
+            }
+            let many: Vec<_> = (0..500u64)
+                .map(|i| {
+                    let c = count.clone();
+                    handoff.run(move || {
+                        c.fetch_add(1, Ordering::SeqCst);
+                        i
+                    })
+                })
+                .collect();
+            for (i, done) in many.into_iter().enumerate() {
+                assert_eq!(done.await, Ok(i as u64));
+            }
+        });
+        assert_eq!(count.load(Ordering::SeqCst), 2500);
+    }
+
+    #[test]
+    fn a_panic_becomes_its_message_and_the_next_job_still_runs() {
+        let rt = runtime();
+        let handoff = Arc::new(Handoff::default());
+        rt.block_on(async {
+            let failed = handoff.run(|| -> u8 { panic!("boom") }).await;
+            assert_eq!(failed, Err("boom".to_string()));
+            assert_eq!(handoff.run(|| 7u8).await, Ok(7));
+        });
+    }
+
+    #[test]
+    fn a_caller_that_stops_waiting_is_not_held_by_a_long_job() {
+        let rt = runtime();
+        let handoff = Arc::new(Handoff::default());
+        rt.block_on(async {
+            let long = handoff.run(|| std::thread::sleep(Duration::from_millis(500)));
+            let started = Instant::now();
+            let waited = tokio::time::timeout(Duration::from_millis(20), long).await;
+            assert!(waited.is_err());
+            assert!(started.elapsed() < Duration::from_millis(400));
+            // The hand-off still works while that job runs on.
+            assert_eq!(handoff.run(|| 1u8).await, Ok(1));
+        });
+    }
+
+    #[test]
+    fn only_bursts_make_threads_spin() {
+        let rt = runtime();
+        let handoff = Arc::new(Handoff::default());
+        rt.block_on(async {
+            for _ in 0..5 {
+                assert_eq!(handoff.run(|| ()).await, Ok(()));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        assert_eq!(handoff.hot_spells(), 0, "sparse calls must not spin");
+        assert_eq!(handoff.state.load(Ordering::SeqCst), COLD);
+        rt.block_on(async {
+            for _ in 0..200 {
+                assert_eq!(handoff.run(|| ()).await, Ok(()));
+            }
+        });
+        assert!(
+            handoff.hot_spells() > 0,
+            "back-to-back calls should find a hot thread"
+        );
+    }
+}
