@@ -13,6 +13,7 @@ use serde_json::json;
 use toolhost::cancel::CancelToken;
 use toolhost::context::CallContext;
 use toolhost::host::Host;
+use toolhost::pipeline::handoff::Handoff;
 use toolhost::pipeline::{Call, Pipeline};
 use toolhost::plan::Plan;
 use toolhost_core::abi::FfiContext_TO;
@@ -80,11 +81,17 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     // The floor under any design that runs tools on a blocking thread: one
-    // hand-off there and back, with nothing else.
-    let handoff = b.time(1000, b.n(20_000), || {
+    // hand-off there and back, with nothing else; tokio's own for
+    // comparison, then the pipeline's (which spins during bursts).
+    let spawn_blocking = b.time(1000, b.n(20_000), || {
         runtime.block_on(async { tokio::task::spawn_blocking(|| ()).await.ok() });
     });
-    b.row("host", "floor: spawn_blocking round trip alone", handoff, None);
+    b.row("host", "floor: tokio spawn_blocking round trip", spawn_blocking, None);
+    let hands = Arc::new(Handoff::default());
+    let handoff = b.time(1000, b.n(20_000), || {
+        runtime.block_on(async { hands.run(|| ()).await.ok() });
+    });
+    b.row("host", "floor: the pipeline's hand-off round trip", handoff, None);
     let pipeline = Pipeline::new(host.clone(), CancelToken::new());
     let through = b.time(1000, b.n(20_000), || {
         let result = runtime.block_on(pipeline.call(Call {

@@ -28,9 +28,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// How long a thread stays hot after a job.
-pub const HOT_SPIN: Duration = Duration::from_micros(60);
+pub const HOT_SPIN: Duration = Duration::from_micros(100);
 /// How long a caller spins for a result before it sleeps.
-pub const WAIT_SPIN: Duration = Duration::from_micros(40);
+pub const WAIT_SPIN: Duration = Duration::from_micros(100);
 
 type Job = Box<dyn FnOnce() + Send>;
 
