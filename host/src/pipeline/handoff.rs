@@ -15,6 +15,8 @@
 //!   when its job went to a hot thread and recent jobs have been that short;
 //!   otherwise it sleeps on a waker.
 //!
+//! A process limited to one CPU (`taskset`, a cgroup) never spins.
+//!
 //! Nothing else changes: the tool still runs on a thread of its own, the
 //! caller can stop waiting at any moment (timeout, cancel, abandon), and a
 //! job nobody waits for any more simply delivers into a dropped slot.
@@ -56,7 +58,14 @@ pub struct Handoff {
 
 impl Default for Handoff {
     fn default() -> Self {
-        let never = 10 * HOT_SPIN.as_nanos() as u64;
+        // With a single CPU to run on, a spinning thread only delays the
+        // one it waits for: never spin then.
+        let single_cpu = std::thread::available_parallelism().map_or(true, |n| n.get() < 2);
+        let never = if single_cpu {
+            u64::MAX / 2
+        } else {
+            10 * HOT_SPIN.as_nanos() as u64
+        };
         Handoff {
             state: AtomicU8::new(COLD),
             slot: Mutex::new(None),
@@ -202,6 +211,9 @@ impl Handoff {
 /// Folds `sample` into a moving average (weight 1/8); races only blur it.
 fn average(avg: &AtomicU64, sample: u64) {
     let old = avg.load(Ordering::Relaxed);
+    if old >= u64::MAX / 2 {
+        return; // spinning is off for good (one CPU)
+    }
     let new = old - old / 8 + sample.min(u64::MAX / 16) / 8;
     avg.store(new, Ordering::Relaxed);
 }
@@ -376,9 +388,17 @@ mod tests {
                 assert_eq!(handoff.run(|| ()).await, Ok(()));
             }
         });
-        assert!(
-            handoff.hot_spells() > 0,
-            "back-to-back calls should find a hot thread"
-        );
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+            assert!(
+                handoff.hot_spells() > 0,
+                "back-to-back calls should find a hot thread"
+            );
+        } else {
+            assert_eq!(
+                handoff.hot_spells(),
+                0,
+                "one CPU: spinning only delays the other thread"
+            );
+        }
     }
 }
