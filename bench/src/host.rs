@@ -86,7 +86,12 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     let spawn_blocking = b.time(1000, b.n(20_000), || {
         runtime.block_on(async { tokio::task::spawn_blocking(|| ()).await.ok() });
     });
-    b.row("host", "floor: tokio spawn_blocking round trip", spawn_blocking, None);
+    b.row(
+        "host",
+        "floor: tokio spawn_blocking round trip",
+        spawn_blocking,
+        None,
+    );
     let hands = Arc::new(Handoff::default());
     let handoff = b.time(1000, b.n(20_000), || {
         runtime.block_on(async { hands.run(|| ()).await.ok() });

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use abi_stable::std_types::{RStr, RString};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::context::Context;
@@ -73,29 +74,49 @@ impl<T: Tool> FfiTool for ToolAdapter<T> {
     }
 }
 
+/// A [`CallRequest`] with the input parsed straight into the tool's type,
+/// without an intermediate `Value`: the common case in one pass. Any failure
+/// falls back to the two-step parse, which names the problem precisely.
+#[derive(Deserialize)]
+struct TypedCall<I> {
+    tool_call_id: String,
+    #[serde(rename = "name")]
+    _name: String,
+    input: I,
+    #[serde(default, rename = "deadline_ms")]
+    _deadline_ms: Option<u64>,
+    working_dir: String,
+}
+
 /// Parses, runs and packages one call. Never panics.
 pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiContextRef<'_>) -> ToolResult {
     let started = Instant::now();
-    let call: CallRequest = match serde_json::from_str(call_json) {
-        Ok(call) => call,
-        Err(e) => {
-            return ToolResult::failure(
-                "",
-                Status::Error,
-                codes::INTERNAL,
-                format!("the host sent a malformed call request to '{name}': {e}"),
-            )
-        }
+    // Under the guard: the input type's Deserialize is the author's code.
+    let typed = guard(|| serde_json::from_str::<TypedCall<T::Input>>(call_json).ok())
+        .ok()
+        .flatten();
+    // The input: typed already, or the raw value to parse with a precise error.
+    let (tool_call_id, working_dir, input) = match typed {
+        Some(call) => (call.tool_call_id, call.working_dir, Ok(call.input)),
+        None => match serde_json::from_str::<CallRequest>(call_json) {
+            Ok(call) => (call.tool_call_id, call.working_dir, Err(call.input)),
+            Err(e) => {
+                return ToolResult::failure(
+                    "",
+                    Status::Error,
+                    codes::INTERNAL,
+                    format!("the host sent a malformed call request to '{name}': {e}"),
+                )
+            }
+        },
     };
-    let CallRequest {
-        tool_call_id,
-        input,
-        working_dir,
-        ..
-    } = call;
     let outcome = guard(|| {
         let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir));
-        let result = parse_input::<T::Input>(input).and_then(|input| {
+        let parsed = match input {
+            Ok(input) => Ok(input),
+            Err(raw) => parse_input::<T::Input>(raw),
+        };
+        let result = parsed.and_then(|input| {
             let output = tool.execute(input, &ctx)?;
             serde_json::to_value(output).map_err(|e| {
                 ToolError::new(
@@ -173,4 +194,75 @@ fn json_pointer(path: &serde_path_to_error::Path) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::abi::FfiContext_TO;
+    use crate::sdk::testing::TestContext;
+    use crate::wire::ToolSpec;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Input {
+        n: u32,
+        #[serde(default)]
+        s: Option<String>,
+    }
+
+    struct Echo;
+
+    impl Tool for Echo {
+        type Input = Input;
+        type Output = String;
+
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new("echo", "Echoes its input.")
+        }
+
+        fn execute(&self, input: Input, ctx: &Context<'_>) -> Result<String, ToolError> {
+            Ok(format!(
+                "{} {:?} in {}",
+                input.n,
+                input.s,
+                ctx.working_dir().display()
+            ))
+        }
+    }
+
+    #[test]
+    fn inputs_parse_in_one_pass_and_bad_ones_name_the_field() {
+        let ctx = TestContext::new();
+        let r = ctx.call(&Echo, json!({"n": 7, "s": "x"}), Path::new("/w"));
+        assert!(r.success, "{:?}", r.error);
+        assert_eq!(r.output, json!("7 Some(\"x\") in /w"));
+        assert_eq!(r.tool_call_id, "test");
+        for (bad, pointer) in [
+            (json!({"n": "seven"}), "/n"),
+            (json!({"n": 1, "s": 2}), "/s"),
+            (json!({"n": 1, "extra": true}), "/extra"),
+            (json!({}), ""),
+            (json!(null), ""),
+        ] {
+            let r = ctx.call(&Echo, bad.clone(), Path::new("/w"));
+            assert_eq!(r.status, Status::ValidationError, "{bad}");
+            let error = r.error.unwrap_or_else(|| panic!("no error for {bad}"));
+            let details = error.details.unwrap_or_default();
+            assert_eq!(details["violations"][0]["pointer"], json!(pointer), "{bad}");
+            assert_eq!(r.tool_call_id, "test");
+        }
+        // A request that is not a call at all.
+        let ffi = FfiContext_TO::from_ptr(
+            abi_stable::sabi_types::RRef::new(&ctx),
+            abi_stable::sabi_trait::TD_Opaque,
+        );
+        let r = run_call(&Echo, "echo", r#"{"input": {"n": 1}}"#, ffi);
+        assert_eq!(r.status, Status::Error);
+        assert!(r.message().contains("malformed call request"), "{}", r.message());
+    }
 }

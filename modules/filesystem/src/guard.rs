@@ -51,7 +51,14 @@ pub enum Stale {
 impl ReadTracker {
     /// Records that `path` was read in the state `stat`.
     pub fn record(&self, path: &Path, stat: &Stat) {
-        self.lock().insert(path.to_path_buf(), Stamp::of(stat));
+        let stamp = Stamp::of(stat);
+        let mut seen = self.lock();
+        match seen.get_mut(path) {
+            Some(known) => *known = stamp,
+            None => {
+                seen.insert(path.to_path_buf(), stamp);
+            }
+        }
     }
 
     /// Checks that `path`, now in state `stat`, was read in that state.

@@ -5,13 +5,15 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ignore::WalkBuilder;
 use rustix::fs::OFlags;
 use toolhost_core::{Context, ToolError};
 
 use crate::policy::fd::{self, Links};
-use crate::policy::{path, ReadHandle};
+use crate::policy::roots::RootFd;
+use crate::policy::{path, root_handle_or_err, ReadHandle};
 use crate::state::State;
 
 /// Where a walk runs, in both the model's terms and the kernel's.
@@ -24,8 +26,8 @@ pub struct Scope {
     pub working_dir: PathBuf,
     /// The real location of the allowed root containing it.
     pub root_real: PathBuf,
-    /// A handle on that root.
-    pub root_fd: OwnedFd,
+    /// The held handle on that root.
+    pub root_fd: Arc<RootFd>,
     /// The opened base itself.
     pub handle: ReadHandle,
 }
@@ -47,12 +49,7 @@ impl Scope {
             ))
         })?;
         let root_real = root.canonical.clone();
-        let root_fd = fd::open_root(&root_real).map_err(|e| {
-            ToolError::new(
-                "io_error",
-                format!("cannot open the allowed folder {:?}: {e}", root.configured),
-            )
-        })?;
+        let root_fd = root_handle_or_err(root)?;
         Ok(Scope {
             base_real: handle.real.clone(),
             base_lexical: handle.resolved.abs.clone(),

@@ -4,11 +4,12 @@
 //! an allowed root and is matched against each component. A rule with `/` or
 //! a leading `~` is a path (glob allowed) and denies it and everything below.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::path::{absolutize, normalize};
+use super::path::{absolutize, normalized};
 
 /// One compiled rule, with the text it came from (for messages).
 struct Rule {
@@ -18,9 +19,40 @@ struct Rule {
 
 enum Kind {
     /// Matches any single component below a root.
-    Name(GlobMatcher),
+    Name(Matcher),
     /// Matches an absolute path or any of its ancestors.
-    Path(Vec<GlobMatcher>),
+    Path(Vec<Matcher>),
+}
+
+/// A compiled pattern. The common shapes are compared as bytes (what the
+/// glob would answer, without its machinery): no glob syntax at all, or one
+/// trailing `*` (which, with `literal_separator`, matches anything but `/`).
+enum Matcher {
+    Literal(Vec<u8>),
+    Prefix(Vec<u8>),
+    Glob(GlobMatcher),
+}
+
+impl Matcher {
+    fn new(pattern: &str) -> Result<Matcher, String> {
+        let is_meta = |c: char| matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\');
+        match pattern.strip_suffix('*') {
+            _ if !pattern.contains(is_meta) => Ok(Matcher::Literal(pattern.as_bytes().to_vec())),
+            Some(head) if !head.contains(is_meta) => Ok(Matcher::Prefix(head.as_bytes().to_vec())),
+            _ => glob(pattern).map(Matcher::Glob),
+        }
+    }
+
+    fn is_match(&self, candidate: &Path) -> bool {
+        let bytes = candidate.as_os_str().as_bytes();
+        match self {
+            Matcher::Literal(text) => bytes == text.as_slice(),
+            Matcher::Prefix(head) => bytes
+                .strip_prefix(head.as_slice())
+                .is_some_and(|rest| !rest.contains(&b'/')),
+            Matcher::Glob(glob) => glob.is_match(candidate),
+        }
+    }
 }
 
 /// The compiled `denied_paths`.
@@ -47,7 +79,7 @@ impl DenyRules {
                 return Err(format!("denied_paths entry {text:?} is empty or `/`"));
             }
             let kind = if !trimmed.contains('/') && !trimmed.starts_with('~') {
-                Kind::Name(glob(trimmed)?)
+                Kind::Name(Matcher::new(trimmed)?)
             } else {
                 let abs = absolutize(trimmed, working_dir, home)
                     .map_err(|e| format!("denied_paths entry {text:?}: {}", e.message()))?;
@@ -62,7 +94,7 @@ impl DenyRules {
                 let mut matchers = Vec::new();
                 for form in forms {
                     let pattern = form.to_string_lossy().into_owned();
-                    matchers.push(glob(&pattern)?);
+                    matchers.push(Matcher::new(&pattern)?);
                 }
                 Kind::Path(matchers)
             };
@@ -77,10 +109,12 @@ impl DenyRules {
     /// The rule that denies `abs` (whose part below its allowed root is
     /// `below_root`), if any.
     pub fn matching(&self, abs: &Path, below_root: &Path) -> Option<&str> {
-        let abs = normalize(abs);
+        let abs = normalized(abs);
         self.rules.iter().find_map(|rule| {
             let hit = match &rule.kind {
-                Kind::Name(m) => below_root.components().any(|c| m.is_match(c.as_os_str())),
+                Kind::Name(m) => below_root
+                    .components()
+                    .any(|c| m.is_match(Path::new(c.as_os_str()))),
                 Kind::Path(ms) => abs.ancestors().any(|a| ms.iter().any(|m| m.is_match(a))),
             };
             hit.then_some(rule.text.as_str())
@@ -99,6 +133,48 @@ pub fn defaults() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_matchers_answer_as_the_glob_would() {
+        let patterns = [".git", ".env*", "/home/u/.ssh", "/w/cache*", "*", "a*", "/a/b"];
+        let candidates = [
+            ".git",
+            ".gitignore",
+            "x.git",
+            ".env",
+            ".env.local",
+            ".en",
+            "/home/u/.ssh",
+            "/home/u/.ssh2",
+            "/home/u",
+            "/w/cache",
+            "/w/cachex",
+            "/w/cache/x",
+            "/w/cachex/y",
+            "",
+            "a",
+            "ab",
+            "a/b",
+            "ba",
+            "/a/b",
+            "/a/b/c",
+            "/a",
+        ];
+        for pattern in patterns {
+            let fast = Matcher::new(pattern).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!matches!(fast, Matcher::Glob(_)), "{pattern}");
+            let slow = glob(pattern).unwrap_or_else(|e| panic!("{e}"));
+            for c in candidates {
+                assert_eq!(
+                    fast.is_match(Path::new(c)),
+                    slow.is_match(Path::new(c)),
+                    "{pattern} vs {c}"
+                );
+            }
+        }
+        assert!(matches!(Matcher::new("*.pem"), Ok(Matcher::Glob(_))));
+        assert!(matches!(Matcher::new("a\\*"), Ok(Matcher::Glob(_))));
+    }
 
     #[test]
     fn names_match_any_component_paths_match_ancestors() {

@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{openat2, FileType, Mode, OFlags, ResolveFlags, Stat};
+use rustix::fs::{openat2, AtFlags, FileType, Mode, OFlags, ResolveFlags, Stat};
 
 /// How symlinks met on the way are treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,16 +56,55 @@ pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
 }
 
 /// Opens `rel` beneath `dir` for reading, refusing FIFOs, sockets and devices
-/// without ever opening them for I/O (so a call never hangs on a FIFO).
+/// without ever opening them for I/O (so a call never hangs on a FIFO or
+/// wakes a device).
 ///
-/// The object is first pinned with an `O_PATH` handle and its type checked;
-/// the readable open that follows must land on the same inode. (O_NONBLOCK
-/// stays set: it has no effect on regular files and folders.)
+/// The object's type is learned before the readable open, and the readable
+/// open must then land on the same inode. With [`Links::None`] the type comes
+/// from a plain `stat` beneath `dir` (see [`open_plain`]); otherwise the
+/// object is pinned with an `O_PATH` handle opened by the same rules as the
+/// readable open. Either way the readable open resolves the path again: an
+/// object swapped in between the check and the open is caught by the inode
+/// comparison and refused before any read (only reopening the pinned handle
+/// through /proc, a magic link, would close that window). (O_NONBLOCK stays
+/// set: it has no effect on regular files and folders.)
 pub fn open_readable(dir: BorrowedFd<'_>, rel: &Path, links: Links) -> io::Result<(OwnedFd, Stat)> {
+    if links == Links::None {
+        if let Some(opened) = open_plain(dir, rel) {
+            return opened;
+        }
+    }
     let pinned = open_beneath(dir, rel, OFlags::PATH, links)?;
     let before = rustix::fs::fstat(&pinned)?;
     check_kind(&before)?;
-    let flags = if is_dir(&before) {
+    open_checked(dir, rel, links, &before)
+}
+
+/// The cheap way in for a path with no symlink in it: `fstatat` beneath
+/// `dir` (nothing is opened, so no FIFO, socket or device is touched), then
+/// the readable open with symlinks refused, then `fstat` on the result.
+///
+/// `fstatat` follows symlinks in the folders on the way, so it may look
+/// somewhere the open will not: that is harmless, because it is only trusted
+/// to say "a regular file or a folder", the open then refuses any symlink,
+/// and the opened inode must be the one stated. Anything else (an error, a
+/// symlink, a special file) answers `None`, and the caller takes the `O_PATH`
+/// way, which gives the precise error.
+fn open_plain(dir: BorrowedFd<'_>, rel: &Path) -> Option<io::Result<(OwnedFd, Stat)>> {
+    let at = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let before = rustix::fs::statat(dir, at, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    check_kind(&before).ok()?;
+    Some(open_checked(dir, rel, Links::None, &before))
+}
+
+/// The readable open of an object already known (by `before`) to be a
+/// regular file or a folder; fails when it is no longer that object.
+fn open_checked(dir: BorrowedFd<'_>, rel: &Path, links: Links, before: &Stat) -> io::Result<(OwnedFd, Stat)> {
+    let flags = if is_dir(before) {
         OFlags::RDONLY | OFlags::DIRECTORY
     } else {
         OFlags::RDONLY | OFlags::NONBLOCK
@@ -147,5 +186,56 @@ mod tests {
             .read_to_string(&mut s)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s, "abc");
+    }
+
+    #[test]
+    fn special_files_are_refused_without_being_opened() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let fifo = dir.path().join("pipe");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let _socket =
+            std::os::unix::net::UnixListener::bind(dir.path().join("sock")).unwrap_or_else(|e| panic!("{e}"));
+        let mut names = vec![("pipe", "FIFO"), ("sock", "socket")];
+        // A device node needs CAP_MKNOD; test it where the tests may make one.
+        let null = rustix::fs::stat("/dev/null").map(|s| s.st_rdev);
+        if let Ok(rdev) = null {
+            let made = rustix::fs::mknodat(
+                rustix::fs::CWD,
+                dir.path().join("null"),
+                FileType::CharacterDevice,
+                Mode::from_raw_mode(0o666),
+                rdev,
+            );
+            if made.is_ok() {
+                names.push(("null", "character device"));
+            }
+        }
+        std::os::unix::fs::symlink("pipe", dir.path().join("link")).unwrap_or_else(|e| panic!("{e}"));
+        let root = open_root(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        for (name, kind) in names {
+            for links in [Links::None, Links::Beneath] {
+                let err = open_readable(root.as_fd(), Path::new(name), links)
+                    .map(|_| ())
+                    .unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::Unsupported, "{name} {links:?}: {err}");
+                assert!(err.to_string().contains(kind), "{name}: {err}");
+            }
+        }
+        // Through a symlink: refused outright without links, by kind beneath.
+        let err = open_readable(root.as_fd(), Path::new("link"), Links::None)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP), "{err}");
+        let err = open_readable(root.as_fd(), Path::new("link"), Links::Beneath)
+            .map(|_| ())
+            .unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
     }
 }

@@ -12,10 +12,12 @@ pub mod fd;
 pub mod path;
 pub mod roots;
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags, Stat};
 use toolhost_core::ToolError;
@@ -23,7 +25,7 @@ use toolhost_core::ToolError;
 use crate::config::Config;
 use deny::DenyRules;
 use fd::Links;
-use roots::{Root, Roots};
+use roots::{Root, RootFd, Roots};
 
 /// Read or write, which picks the set of roots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +64,7 @@ pub struct Resolved {
     /// For messages: relative to the working dir when inside it.
     pub display: String,
     /// The root it is beneath.
-    pub root: Root,
+    pub root: Arc<Root>,
     /// The part below the root (no `..`, may be empty).
     pub rel: PathBuf,
 }
@@ -113,7 +115,11 @@ impl Policy {
                 .unwrap_or_else(|| vec![base.to_string_lossy().into_owned()]);
             let roots = entries
                 .iter()
-                .map(|e| Root::new(e, &base, home.as_deref()).map_err(|m| format!("{key} entry {e:?}: {m}")))
+                .map(|e| {
+                    Root::new(e, &base, home.as_deref())
+                        .map(Arc::new)
+                        .map_err(|m| format!("{key} entry {e:?}: {m}"))
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Roots { roots, key })
         };
@@ -133,10 +139,14 @@ impl Policy {
 
     /// The folder relative inputs resolve against for this call.
     pub fn base(&self, call_dir: &Path) -> PathBuf {
+        self.base_of(call_dir).into_owned()
+    }
+
+    fn base_of<'a>(&'a self, call_dir: &'a Path) -> Cow<'a, Path> {
         match &self.configured_dir {
-            Some(dir) => dir.clone(),
-            None if call_dir.is_absolute() => path::normalize(call_dir),
-            None => self.mount_dir.clone(),
+            Some(dir) => Cow::Borrowed(dir),
+            None if call_dir.is_absolute() => path::normalized(call_dir),
+            None => Cow::Borrowed(&self.mount_dir),
         }
     }
 
@@ -156,7 +166,7 @@ impl Policy {
         access: Access,
     ) -> Result<Resolved, ToolError> {
         path::check_input(field, raw)?;
-        let base = self.base(call_dir);
+        let base = self.base_of(call_dir);
         let abs = path::absolutize(raw, &base, self.home.as_deref())?;
         let display = path::display(&abs, &base);
         let roots = self.roots(access);
@@ -195,11 +205,29 @@ impl Policy {
 
     /// Checks where an opened handle really is: inside a root, not denied.
     fn verify_real(&self, real: &Path, access: Access, display: &str) -> Result<(), ToolError> {
+        self.verify_real_after(real, access, display, None)
+    }
+
+    /// [`Policy::verify_real`], told which `(abs, rel)` the deny rules
+    /// already passed: when the real location yields the very same pair, the
+    /// rules (a pure function of it) are not asked twice.
+    fn verify_real_after(
+        &self,
+        real: &Path,
+        access: Access,
+        display: &str,
+        checked: Option<(&Path, &Path)>,
+    ) -> Result<(), ToolError> {
         let Some((_, rel)) = self.roots(access).find_real(real) else {
             return Err(self.escape(access, display));
         };
-        if let Some(rule) = self.deny.matching(real, &rel) {
-            return Err(self.denied_by_rule(access, display, rule));
+        let same = checked.is_some_and(|(abs, below)| {
+            abs.as_os_str() == real.as_os_str() && below.as_os_str() == rel.as_os_str()
+        });
+        if !same {
+            if let Some(rule) = self.deny.matching(real, &rel) {
+                return Err(self.denied_by_rule(access, display, rule));
+            }
         }
         Ok(())
     }
@@ -215,9 +243,10 @@ impl Policy {
         self.open_resolved(resolved, Access::Read)
     }
 
-    /// Opens an already resolved path for reading.
-    pub fn open_resolved(&self, resolved: Resolved, access: Access) -> Result<ReadHandle, ToolError> {
-        let root_fd = open_root_or_err(&resolved.root)?;
+    /// Opens a path resolved by [`Policy::resolve`] (whose deny check it
+    /// relies on) for reading.
+    fn open_resolved(&self, resolved: Resolved, access: Access) -> Result<ReadHandle, ToolError> {
+        let root_fd = root_handle_or_err(&resolved.root)?;
         // Fast path: no symlink anywhere, so the real location is the root's
         // real path plus `rel` (which has no `..`), known without asking /proc.
         let (fd, stat, real) = match fd::open_readable(root_fd.as_fd(), &resolved.rel, Links::None) {
@@ -234,7 +263,8 @@ impl Policy {
             }
             Err(e) => return Err(self.io_error(e, &resolved, access)),
         };
-        self.verify_real(&real, access, &resolved.display)?;
+        let checked = Some((resolved.abs.as_path(), resolved.rel.as_path()));
+        self.verify_real_after(&real, access, &resolved.display, checked)?;
         Ok(ReadHandle {
             fd,
             stat,
@@ -253,7 +283,7 @@ impl Policy {
         if let Some(rule) = self.deny.matching(&real, &rel) {
             return Err(self.denied_by_rule(access, &resolved.display, rule));
         }
-        let root_fd = open_root_or_err(root)?;
+        let root_fd = root_handle_or_err(root)?;
         fd::open_readable(root_fd.as_fd(), &rel, Links::None).map_err(|e| {
             if fd::is_escape(&e) {
                 escape()
@@ -295,7 +325,7 @@ impl Policy {
     fn suggest(&self, resolved: &Resolved) -> Option<String> {
         let name = resolved.rel.file_name()?.to_string_lossy().into_owned();
         let parent_rel = resolved.rel.parent().unwrap_or(Path::new(""));
-        let root_fd = fd::open_root(&resolved.root.canonical).ok()?;
+        let root_fd = resolved.root.handle().ok()?;
         let dir = fd::open_beneath(
             root_fd.as_fd(),
             parent_rel,
@@ -341,19 +371,19 @@ impl Policy {
             )));
         };
         let name = name.to_os_string();
-        let root_fd = open_root_or_err(&resolved.root)?;
+        let root_fd = root_handle_or_err(&resolved.root)?;
         let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY;
         let dir = match fd::open_beneath(root_fd.as_fd(), parent_rel, dir_flags, Links::Beneath) {
             Ok(dir) => dir,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) && create_parents => {
-                self.create_parents(&root_fd, parent_rel, &display)?
+                self.create_parents(root_fd.as_fd(), parent_rel, &display)?
             }
             Err(e) if fd::is_escape(&e) => {
                 let parent_abs = resolved.abs.parent().unwrap_or(Path::new("/"));
                 let escape = || self.escape(Access::Write, &display);
                 let real = std::fs::canonicalize(parent_abs).map_err(|_| escape())?;
                 let (root, rel) = self.write.find_real(&real).ok_or_else(escape)?;
-                let root_fd = open_root_or_err(root)?;
+                let root_fd = root_handle_or_err(root)?;
                 fd::open_beneath(root_fd.as_fd(), &rel, dir_flags, Links::None).map_err(|_| escape())?
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
@@ -380,7 +410,7 @@ impl Policy {
     /// beneath the root so a swapped-in symlink cannot redirect it.
     fn create_parents(
         &self,
-        root_fd: &OwnedFd,
+        root_fd: BorrowedFd<'_>,
         parent_rel: &Path,
         display: &str,
     ) -> Result<OwnedFd, ToolError> {
@@ -434,8 +464,10 @@ impl Policy {
     }
 }
 
-fn open_root_or_err(root: &Root) -> Result<OwnedFd, ToolError> {
-    fd::open_root(&root.canonical).map_err(|e| {
+/// The held handle on an allowed root (see [`Root::handle`]), or a message
+/// for the plan's author.
+pub fn root_handle_or_err(root: &Root) -> Result<Arc<RootFd>, ToolError> {
+    root.handle().map_err(|e| {
         ToolError::new(
             "io_error",
             format!(

@@ -1,6 +1,8 @@
 //! Input path hygiene and lexical resolution: what a path *says*, before any
 //! file system call looks at what it *is*.
 
+use std::borrow::Cow;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use toolhost_core::ToolError;
@@ -70,7 +72,32 @@ pub fn absolutize(raw: &str, base: &Path, home: Option<&Path>) -> Result<PathBuf
     } else {
         base.join(raw)
     };
+    if is_normal(&joined) {
+        return Ok(joined);
+    }
     Ok(normalize(&joined))
+}
+
+/// Whether `path` is already what [`normalize`] makes of it: absolute, with
+/// no empty, `.` or `..` component and no trailing `/`.
+pub fn is_normal(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_bytes();
+    match bytes {
+        b"/" => true,
+        [b'/', rest @ ..] => rest
+            .split(|&b| b == b'/')
+            .all(|c| !c.is_empty() && c != b"." && c != b".."),
+        _ => false,
+    }
+}
+
+/// [`normalize`], borrowing a path that is already normal.
+pub fn normalized(path: &Path) -> Cow<'_, Path> {
+    if is_normal(path) {
+        Cow::Borrowed(path)
+    } else {
+        Cow::Owned(normalize(path))
+    }
 }
 
 /// Removes `.` and resolves `..` lexically (never above `/`). Symlinks are
@@ -100,8 +127,8 @@ pub fn below(path: &Path, root: &Path) -> Option<PathBuf> {
 pub fn display(path: &Path, working_dir: &Path) -> String {
     match path.strip_prefix(working_dir) {
         Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-        Ok(rel) => rel.display().to_string(),
-        Err(_) => path.display().to_string(),
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => path.to_string_lossy().into_owned(),
     }
 }
 
@@ -141,6 +168,18 @@ mod tests {
             absolutize("./~/x", base, None).ok(),
             Some(PathBuf::from("/w/~/x"))
         );
+    }
+
+    #[test]
+    fn normal_paths_are_recognized() {
+        for p in ["/", "/a", "/a/b.c", "/a/..b/.c"] {
+            assert!(is_normal(Path::new(p)), "{p}");
+            assert_eq!(normalize(Path::new(p)), PathBuf::from(p));
+        }
+        for p in ["", "a", "/a/", "//a", "/a//b", "/./a", "/a/.", "/a/../b", "/.."] {
+            assert!(!is_normal(Path::new(p)), "{p}");
+            assert_eq!(normalized(Path::new(p)).as_ref(), normalize(Path::new(p)));
+        }
     }
 
     #[test]

@@ -1,11 +1,45 @@
-//! Allowed roots: the folders a tool may work beneath.
+//! Allowed roots: the folders a tool may work beneath, and the handles on
+//! them that every open is made relative to.
 
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
 
+use rustix::fs::Stat;
+
+use super::fd;
 use super::path::{absolutize, below};
 
+/// An opened root folder (an `O_PATH` directory handle) and its identity.
+#[derive(Debug)]
+pub struct RootFd {
+    fd: OwnedFd,
+    dev: u64,
+    ino: u64,
+}
+
+impl RootFd {
+    /// Whether `stat` describes the folder this handle holds. The handle
+    /// keeps its inode alive, so the number cannot be reused by another folder.
+    fn is(&self, stat: &Stat) -> bool {
+        self.dev == stat.st_dev && self.ino == stat.st_ino
+    }
+}
+
+impl AsFd for RootFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// One allowed folder, by the path the plan gave and by its real location.
-#[derive(Debug, Clone)]
+///
+/// The folder's handle is opened on first use and kept across calls; each
+/// use first checks (one `stat` of the path) that the path still names the
+/// folder held, and opens it afresh when not (deleted and recreated,
+/// renamed, replaced), so the path in the plan stays what decides.
+#[derive(Debug)]
 pub struct Root {
     /// As configured (for messages).
     pub configured: String,
@@ -13,6 +47,7 @@ pub struct Root {
     pub lexical: PathBuf,
     /// With symlinks resolved (the same as `lexical` when it did not exist at mount).
     pub canonical: PathBuf,
+    held: RwLock<Option<Arc<RootFd>>>,
 }
 
 impl Root {
@@ -24,6 +59,7 @@ impl Root {
             configured: configured.to_string(),
             lexical,
             canonical,
+            held: RwLock::new(None),
         })
     }
 
@@ -36,25 +72,52 @@ impl Root {
     pub fn below_real(&self, real: &Path) -> Option<PathBuf> {
         below(real, &self.canonical)
     }
+
+    /// A handle on the folder `canonical` names now: the held one when the
+    /// path still names it, else a freshly opened one (which is then held).
+    pub fn handle(&self) -> io::Result<Arc<RootFd>> {
+        let now = match rustix::fs::stat(&self.canonical) {
+            Ok(now) => now,
+            Err(e) => {
+                // Gone (or unreachable): let go of the folder held, if any.
+                self.held.write().unwrap_or_else(PoisonError::into_inner).take();
+                return Err(e.into());
+            }
+        };
+        if let Some(held) = self.held.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            if held.is(&now) {
+                return Ok(held.clone());
+            }
+        }
+        let fd = fd::open_root(&self.canonical)?;
+        let stat = rustix::fs::fstat(&fd).map_err(io::Error::from)?;
+        let opened = Arc::new(RootFd {
+            fd,
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        });
+        *self.held.write().unwrap_or_else(PoisonError::into_inner) = Some(opened.clone());
+        Ok(opened)
+    }
 }
 
 /// A set of roots, searched in order.
 #[derive(Debug, Clone)]
 pub struct Roots {
     /// The roots.
-    pub roots: Vec<Root>,
+    pub roots: Vec<Arc<Root>>,
     /// The config key they came from, for messages.
     pub key: &'static str,
 }
 
 impl Roots {
     /// The first root containing `abs`, with the rest of the path.
-    pub fn find(&self, abs: &Path) -> Option<(&Root, PathBuf)> {
+    pub fn find(&self, abs: &Path) -> Option<(&Arc<Root>, PathBuf)> {
         self.roots.iter().find_map(|r| r.below(abs).map(|rel| (r, rel)))
     }
 
     /// The first root containing a real path, with the rest of the path.
-    pub fn find_real(&self, real: &Path) -> Option<(&Root, PathBuf)> {
+    pub fn find_real(&self, real: &Path) -> Option<(&Arc<Root>, PathBuf)> {
         self.roots
             .iter()
             .find_map(|r| r.below_real(real).map(|rel| (r, rel)))
@@ -64,5 +127,33 @@ impl Roots {
     pub fn rule(&self) -> String {
         let list: Vec<String> = self.roots.iter().map(|r| format!("{:?}", r.configured)).collect();
         format!("{} = [{}]", self.key, list.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_held_handle_follows_the_path() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("root");
+        let root = Root::new(&path.to_string_lossy(), dir.path(), None).unwrap_or_else(|e| panic!("{e}"));
+        assert!(root.handle().is_err(), "a missing folder has no handle");
+        std::fs::create_dir(&path).unwrap_or_else(|e| panic!("{e}"));
+        let first = root.handle().unwrap_or_else(|e| panic!("{e}"));
+        let again = root.handle().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "the handle is kept while the path names it"
+        );
+        std::fs::rename(&path, dir.path().join("moved")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(root.handle().is_err(), "a folder moved away is not followed");
+        std::fs::create_dir(&path).unwrap_or_else(|e| panic!("{e}"));
+        let fresh = root.handle().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !Arc::ptr_eq(&first, &fresh),
+            "a new folder at the path gets a new handle"
+        );
     }
 }

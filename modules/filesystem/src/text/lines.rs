@@ -43,6 +43,8 @@ pub struct Numbered {
     pub crlf: bool,
 }
 
+/// The part of a line met over several chunks (a line longer than the
+/// reader's buffer, or one cut by the buffer's end).
 struct Line {
     kept: Vec<u8>,
     dropped_bytes: u64,
@@ -61,6 +63,7 @@ pub fn numbered<R: BufRead>(
         kept: Vec::new(),
         dropped_bytes: 0,
     };
+    // A line has begun in an earlier chunk and has not ended yet.
     let mut open = false;
     let mut shown = 0usize;
     let mut chunks = 0u32;
@@ -73,41 +76,63 @@ pub fn numbered<R: BufRead>(
         if buf.is_empty() {
             break;
         }
+        if out.text.capacity() == 0 {
+            // About a tab and six digits per line: a quarter more than the
+            // first chunk, bounded by the answer's cap.
+            let guess = buf.len().saturating_add(buf.len() / 4).saturating_add(64);
+            out.text.reserve(guess.min(window.max_bytes.saturating_add(1024)));
+        }
         let (end, newline) = match memchr::memchr(b'\n', buf) {
             Some(i) => (i, true),
             None => (buf.len(), false),
         };
-        let wanted = out.lines_seen + 1 >= window.offset;
+        let number = out.lines_seen + 1;
+        let wanted = number >= window.offset;
+        let mut fits = true;
         if wanted {
-            let room = keep_cap.saturating_sub(line.kept.len()).min(end);
-            line.kept.extend_from_slice(&buf[..room]);
-            line.dropped_bytes += (end - room) as u64;
+            if newline && !open && end <= keep_cap {
+                // The whole line is in the buffer: number it from there.
+                fits = emit(&mut out, &buf[..end], 0, number, window);
+            } else {
+                let room = keep_cap.saturating_sub(line.kept.len()).min(end);
+                line.kept.extend_from_slice(&buf[..room]);
+                line.dropped_bytes += (end - room) as u64;
+                if newline {
+                    let dropped = std::mem::take(&mut line.dropped_bytes);
+                    fits = emit(&mut out, &line.kept, dropped, number, window);
+                    line.kept.clear();
+                }
+            }
         }
-        open = true;
         reader.consume(end + usize::from(newline));
-        if newline {
-            open = false;
-            out.lines_seen += 1;
-            if wanted {
-                let number = out.lines_seen;
-                if !emit(&mut out, &mut line, number, window) {
-                    out.more = true;
-                    out.byte_capped = true;
-                    out.lines_seen -= 1;
-                    break;
-                }
-                shown += 1;
-                if shown >= window.limit {
-                    out.more = !reader.fill_buf()?.is_empty();
-                    break;
-                }
+        if !newline {
+            open = true;
+            continue;
+        }
+        open = false;
+        out.lines_seen = number;
+        if wanted {
+            if !fits {
+                out.more = true;
+                out.byte_capped = true;
+                out.lines_seen -= 1;
+                break;
+            }
+            shown += 1;
+            if shown >= window.limit {
+                out.more = !reader.fill_buf()?.is_empty();
+                break;
             }
         }
     }
     if open {
         out.lines_seen += 1;
         let number = out.lines_seen;
-        if number >= window.offset && shown < window.limit && !emit(&mut out, &mut line, number, window) {
+        let dropped = std::mem::take(&mut line.dropped_bytes);
+        if number >= window.offset
+            && shown < window.limit
+            && !emit(&mut out, &line.kept, dropped, number, window)
+        {
             out.more = true;
             out.byte_capped = true;
             out.lines_seen -= 1;
@@ -116,11 +141,93 @@ pub fn numbered<R: BufRead>(
     Ok(out)
 }
 
-/// Appends one numbered line; false when it would pass `max_bytes`
-/// (the first line is always shown, cut if it must be).
-fn emit(out: &mut Numbered, line: &mut Line, number: usize, window: Window) -> bool {
-    let dropped = std::mem::take(&mut line.dropped_bytes);
-    let mut bytes: &[u8] = &line.kept;
+/// Numbers the lines of a file held whole in memory: the same answer as
+/// [`numbered`] gives for `bytes`, built faster when every line shown is
+/// short (then it is copied as is and UTF-8 is checked once, on the answer).
+pub fn numbered_slice(bytes: &[u8], window: Window, cancelled: &dyn Fn() -> bool) -> io::Result<Numbered> {
+    match numbered_plain(bytes, window) {
+        Some(out) => Ok(out),
+        None => numbered(bytes, window, cancelled),
+    }
+}
+
+/// [`numbered`] for the common case; `None` when a line shown would need
+/// cutting, or the answer would not be valid UTF-8 (the general way then
+/// cuts, marks and replaces as it must).
+fn numbered_plain(bytes: &[u8], window: Window) -> Option<Numbered> {
+    let mut out = Numbered::default();
+    let guess = bytes.len().saturating_add(bytes.len() / 4).saturating_add(64);
+    let mut text = Vec::with_capacity(guess.min(window.max_bytes.saturating_add(1024)));
+    let mut newlines = memchr::memchr_iter(b'\n', bytes);
+    let mut at = 0;
+    let mut shown = 0usize;
+    while at < bytes.len() {
+        let (end, next) = match newlines.next() {
+            Some(i) => (i, i + 1),
+            None => (bytes.len(), bytes.len()),
+        };
+        let number = out.lines_seen + 1;
+        let wanted = number >= window.offset;
+        if wanted {
+            let mut line = &bytes[at..end];
+            if let [rest @ .., b'\r'] = line {
+                line = rest;
+                out.crlf = true;
+            }
+            if line.len() > window.max_line_chars {
+                return None;
+            }
+            if out.first != 0 && text.len() + 8 + line.len() > window.max_bytes {
+                out.more = true;
+                out.byte_capped = true;
+                break;
+            }
+            push_number_bytes(&mut text, number);
+            text.extend_from_slice(line);
+            text.push(b'\n');
+            if out.first == 0 {
+                out.first = number;
+            }
+            out.last = number;
+            shown += 1;
+        }
+        out.lines_seen = number;
+        at = next;
+        if wanted && shown >= window.limit {
+            out.more = at < bytes.len();
+            break;
+        }
+    }
+    out.text = String::from_utf8(text).ok()?;
+    Some(out)
+}
+
+/// `{number:>6}\t` as bytes.
+fn push_number_bytes(out: &mut Vec<u8>, number: usize) {
+    let mut digits = [b' '; 21];
+    digits[20] = b'\t';
+    let mut at = 20;
+    let mut n = number;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if at >= 14 {
+        // Up to six digits: always seven bytes (a fixed-size copy).
+        out.extend_from_slice(&digits[14..]);
+    } else {
+        out.extend_from_slice(&digits[at..]);
+    }
+}
+
+/// Appends one numbered line (`bytes` kept of it, `dropped` more bytes not
+/// kept); false when it would pass `max_bytes` (the first line is always
+/// shown, cut if it must be).
+fn emit(out: &mut Numbered, mut bytes: &[u8], dropped: u64, number: usize, window: Window) -> bool {
     if dropped == 0 && bytes.last() == Some(&b'\r') {
         bytes = &bytes[..bytes.len() - 1];
         out.crlf = true;
@@ -138,11 +245,15 @@ fn emit(out: &mut Numbered, line: &mut Line, number: usize, window: Window) -> b
             }
         }
     };
+    push_line(out, &decoded, dropped, number, window)
+}
+
+fn push_line(out: &mut Numbered, decoded: &str, dropped: u64, number: usize, window: Window) -> bool {
     // Fewer bytes than the limit means fewer characters too: skip counting.
     let (kept, cut_chars) = if decoded.len() <= window.max_line_chars {
-        (&*decoded, 0)
+        (decoded, 0)
     } else {
-        cut_line(&decoded, window.max_line_chars)
+        cut_line(decoded, window.max_line_chars)
     };
     let marker = match (cut_chars, dropped) {
         (0, 0) => None,
@@ -154,7 +265,6 @@ fn emit(out: &mut Numbered, line: &mut Line, number: usize, window: Window) -> b
     };
     let entry_len = 8 + kept.len() + marker.as_ref().map_or(0, String::len);
     if out.first != 0 && out.text.len() + entry_len > window.max_bytes {
-        line.kept.clear();
         return false;
     }
     push_number(&mut out.text, number);
@@ -168,14 +278,14 @@ fn emit(out: &mut Numbered, line: &mut Line, number: usize, window: Window) -> b
         out.first = number;
     }
     out.last = number;
-    line.kept.clear();
     true
 }
 
 /// `{number:>6}\t` without the formatting machinery (it shows in profiles).
 fn push_number(out: &mut String, number: usize) {
-    let mut digits = [b' '; 20];
-    let mut at = digits.len();
+    let mut digits = [b' '; 21];
+    digits[20] = b'\t';
+    let mut at = 20;
     let mut n = number;
     loop {
         at -= 1;
@@ -185,11 +295,8 @@ fn push_number(out: &mut String, number: usize) {
             break;
         }
     }
-    let start = at.min(digits.len() - 6);
-    for &b in &digits[start..] {
-        out.push(b as char);
-    }
-    out.push('\t');
+    let start = at.min(20 - 6);
+    out.extend(digits[start..].iter().map(|&b| char::from(b)));
 }
 
 fn e_is_incomplete(tail: &[u8]) -> bool {
@@ -211,11 +318,62 @@ mod tests {
     }
 
     #[test]
+    fn in_memory_numbering_matches_streaming() {
+        let texts: [&[u8]; 8] = [
+            b"a\nb\nc\n",
+            b"a\r\nb",
+            b"0123456789abcdef\nx\n",
+            b"\n\n\n",
+            b"no newline at all",
+            "é\u{1F600}é long line of many chars here\n".as_bytes(),
+            b"ok\n\xff\xfe\n",
+            b"",
+        ];
+        let crlf_long: &[u8] = b"0123456789\r\n0123456789a\r\nb\r\n";
+        let bad_late: &[u8] = b"a\nb\nc\n\xff\n";
+        let mut long = "x".repeat(100);
+        long.push('\n');
+        long.push_str(&"é".repeat(30));
+        let many: String = (0..1_000).map(|i| format!("line {i}\n")).collect();
+        let texts = texts
+            .iter()
+            .copied()
+            .chain([long.as_bytes(), crlf_long, bad_late, many.as_bytes()]);
+        for text in texts {
+            for (offset, limit, max_bytes) in [
+                (1, 10, 1000),
+                (2, 1, 1000),
+                (1, 2, 20),
+                (3, 5, 1000),
+                (9, 1, 1000),
+                (1, 2000, 100_000),
+                (995, 10, 1000),
+                (1, 2000, 50),
+            ] {
+                let w = Window {
+                    offset,
+                    limit,
+                    max_line_chars: 10,
+                    max_bytes,
+                };
+                let streamed = numbered(text, w, &|| false).unwrap_or_default();
+                let whole = numbered_slice(text, w, &|| false).unwrap_or_default();
+                assert_eq!(format!("{streamed:?}"), format!("{whole:?}"), "{text:?} {w:?}");
+            }
+        }
+    }
+
+    #[test]
     fn windows_and_marks() {
         let mut s = String::new();
         push_number(&mut s, 7);
         push_number(&mut s, 1234567);
         assert_eq!(s, "     7\t1234567\t");
+        let mut b = Vec::new();
+        push_number_bytes(&mut b, 7);
+        push_number_bytes(&mut b, 123456);
+        push_number_bytes(&mut b, 1234567);
+        assert_eq!(b, b"     7\t123456\t1234567\t");
         let n = run(b"a\nb\nc\n", 2, 1);
         assert_eq!(n.text, "     2\tb\n");
         assert!(n.more);

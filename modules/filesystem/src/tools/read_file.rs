@@ -12,7 +12,7 @@ use crate::listing::{self, Limits, Origin};
 use crate::policy::fd;
 use crate::state::State;
 use crate::text::binary;
-use crate::text::lines::{numbered, Window};
+use crate::text::lines::{numbered, numbered_slice, Window};
 
 /// Input of read_file.
 #[derive(Deserialize, JsonSchema)]
@@ -61,7 +61,7 @@ impl Tool for ReadFile {
         };
         let policy = &self.state.policy;
         let handle = policy.open_read("file_path", &input.file_path, ctx.working_dir())?;
-        let display = handle.resolved.display.clone();
+        let display = handle.resolved.display.as_str();
         if fd::is_dir(&handle.stat) {
             let below_root = policy
                 .read_roots()
@@ -90,7 +90,15 @@ impl Tool for ReadFile {
         self.state.reads.record(&handle.real, &handle.stat);
         let size = handle.stat.st_size.max(0) as u64;
         let mut file = File::from(handle.fd);
-        let mut head = vec![0u8; binary::SNIFF_BYTES];
+        // A file the stat says is shorter than the sniff is read at that
+        // size, in one read and without a second one to meet the end: the
+        // answer is the file as of the stat the guard recorded. (A size of 0
+        // may be a kernel file that does not know its size: read on.)
+        let want = match usize::try_from(size) {
+            Ok(n) if n > 0 && n < binary::SNIFF_BYTES => n,
+            _ => binary::SNIFF_BYTES,
+        };
+        let mut head = vec![0u8; want];
         let got = read_up_to(&mut file, &mut head)
             .map_err(|e| ToolError::new("io_error", format!("cannot read {display}: {e}")))?;
         head.truncate(got);
@@ -117,7 +125,7 @@ impl Tool for ReadFile {
         // A file shorter than the sniffed head is already in memory.
         let numbered = if head.len() < binary::SNIFF_BYTES {
             drop(file);
-            numbered(head.as_slice(), window, &cancelled)
+            numbered_slice(&head, window, &cancelled)
         } else {
             let reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
             numbered(reader, window, &cancelled)
