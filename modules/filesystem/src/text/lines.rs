@@ -77,10 +77,7 @@ pub fn numbered<R: BufRead>(
             break;
         }
         if out.text.capacity() == 0 {
-            // About a tab and six digits per line: a quarter more than the
-            // first chunk, bounded by the answer's cap.
-            let guess = buf.len().saturating_add(buf.len() / 4).saturating_add(64);
-            out.text.reserve(guess.min(window.max_bytes.saturating_add(1024)));
+            out.text.reserve(answer_capacity(buf.len(), window));
         }
         let (end, newline) = match memchr::memchr(b'\n', buf) {
             Some(i) => (i, true),
@@ -151,13 +148,19 @@ pub fn numbered_slice(bytes: &[u8], window: Window, cancelled: &dyn Fn() -> bool
     }
 }
 
+/// Room for the numbered text of `len` bytes: about a tab and six digits
+/// per line, a quarter more, bounded by the answer's cap.
+fn answer_capacity(len: usize, window: Window) -> usize {
+    let guess = len.saturating_add(len / 4).saturating_add(64);
+    guess.min(window.max_bytes.saturating_add(1024))
+}
+
 /// [`numbered`] for the common case; `None` when a line shown would need
 /// cutting, or the answer would not be valid UTF-8 (the general way then
 /// cuts, marks and replaces as it must).
 fn numbered_plain(bytes: &[u8], window: Window) -> Option<Numbered> {
     let mut out = Numbered::default();
-    let guess = bytes.len().saturating_add(bytes.len() / 4).saturating_add(64);
-    let mut text = Vec::with_capacity(guess.min(window.max_bytes.saturating_add(1024)));
+    let mut text = Vec::with_capacity(answer_capacity(bytes.len(), window));
     let mut newlines = memchr::memchr_iter(b'\n', bytes);
     let mut at = 0;
     let mut shown = 0usize;
@@ -202,8 +205,9 @@ fn numbered_plain(bytes: &[u8], window: Window) -> Option<Numbered> {
     Some(out)
 }
 
-/// `{number:>6}\t` as bytes.
-fn push_number_bytes(out: &mut Vec<u8>, number: usize) {
+/// `{number:>6}\t` as bytes, without the formatting machinery (it shows
+/// in profiles): the buffer and where the field starts in it.
+fn number_field(number: usize) -> ([u8; 21], usize) {
     let mut digits = [b' '; 21];
     digits[20] = b'\t';
     let mut at = 20;
@@ -216,12 +220,13 @@ fn push_number_bytes(out: &mut Vec<u8>, number: usize) {
             break;
         }
     }
-    if at >= 14 {
-        // Up to six digits: always seven bytes (a fixed-size copy).
-        out.extend_from_slice(&digits[14..]);
-    } else {
-        out.extend_from_slice(&digits[at..]);
-    }
+    // Up to six digits: always seven bytes.
+    (digits, at.min(20 - 6))
+}
+
+fn push_number_bytes(out: &mut Vec<u8>, number: usize) {
+    let (digits, start) = number_field(number);
+    out.extend_from_slice(&digits[start..]);
 }
 
 /// Appends one numbered line (`bytes` kept of it, `dropped` more bytes not
@@ -245,15 +250,11 @@ fn emit(out: &mut Numbered, mut bytes: &[u8], dropped: u64, number: usize, windo
             }
         }
     };
-    push_line(out, &decoded, dropped, number, window)
-}
-
-fn push_line(out: &mut Numbered, decoded: &str, dropped: u64, number: usize, window: Window) -> bool {
     // Fewer bytes than the limit means fewer characters too: skip counting.
     let (kept, cut_chars) = if decoded.len() <= window.max_line_chars {
-        (decoded, 0)
+        (&*decoded, 0)
     } else {
-        cut_line(decoded, window.max_line_chars)
+        cut_line(&decoded, window.max_line_chars)
     };
     let marker = match (cut_chars, dropped) {
         (0, 0) => None,
@@ -281,21 +282,8 @@ fn push_line(out: &mut Numbered, decoded: &str, dropped: u64, number: usize, win
     true
 }
 
-/// `{number:>6}\t` without the formatting machinery (it shows in profiles).
 fn push_number(out: &mut String, number: usize) {
-    let mut digits = [b' '; 21];
-    digits[20] = b'\t';
-    let mut at = 20;
-    let mut n = number;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let start = at.min(20 - 6);
+    let (digits, start) = number_field(number);
     out.extend(digits[start..].iter().map(|&b| char::from(b)));
 }
 
