@@ -1,8 +1,10 @@
 //! A cancel token both sides can use: async code awaits it, a module's
-//! blocking thread polls or waits on it through the call context.
+//! blocking thread polls or waits on it through the call context, and code
+//! that is neither (a watchdog, a call running on its caller's thread) hooks
+//! a callback onto it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -11,12 +13,38 @@ use tokio::sync::Notify;
 #[derive(Clone, Default)]
 pub struct CancelToken(Arc<Inner>);
 
+type Callback = Box<dyn FnOnce() + Send>;
+
 #[derive(Default)]
 struct Inner {
     cancelled: AtomicBool,
-    lock: Mutex<()>,
+    /// Callbacks still to run on cancel, by id; the condvar waits on it.
+    hooks: Mutex<Hooks>,
     wake: Condvar,
     notify: Notify,
+}
+
+#[derive(Default)]
+struct Hooks {
+    next: u64,
+    pending: Vec<(u64, Callback)>,
+}
+
+/// A callback hooked onto a token with [`CancelToken::on_cancel`]; dropping
+/// it unhooks the callback if it has not run yet.
+#[must_use = "dropping the hook unhooks its callback"]
+pub struct OnCancel {
+    token: Weak<Inner>,
+    id: u64,
+}
+
+impl Drop for OnCancel {
+    fn drop(&mut self) {
+        if let Some(inner) = self.token.upgrade() {
+            let mut hooks = inner.hooks.lock().unwrap_or_else(PoisonError::into_inner);
+            hooks.pending.retain(|(id, _)| *id != self.id);
+        }
+    }
 }
 
 impl CancelToken {
@@ -25,12 +53,39 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Cancels; wakes every waiter, blocking or async. Idempotent.
+    /// Cancels; wakes every waiter, blocking or async, and runs the hooked
+    /// callbacks (on this thread, after the wake-ups). Idempotent.
     pub fn cancel(&self) {
-        let _held = self.0.lock.lock();
-        self.0.cancelled.store(true, Ordering::SeqCst);
-        self.0.wake.notify_all();
-        self.0.notify.notify_waiters();
+        let callbacks = {
+            let mut hooks = self.0.hooks.lock().unwrap_or_else(PoisonError::into_inner);
+            self.0.cancelled.store(true, Ordering::SeqCst);
+            self.0.wake.notify_all();
+            self.0.notify.notify_waiters();
+            std::mem::take(&mut hooks.pending)
+        };
+        for (_, callback) in callbacks {
+            callback();
+        }
+    }
+
+    /// Runs `callback` once when the token is cancelled: at once (on this
+    /// thread) if it already is, else on the thread that cancels it. The
+    /// callback must not block; it is unhooked when the returned guard
+    /// drops first.
+    pub fn on_cancel(&self, callback: impl FnOnce() + Send + 'static) -> OnCancel {
+        let mut hooks = self.0.hooks.lock().unwrap_or_else(PoisonError::into_inner);
+        hooks.next += 1;
+        let id = hooks.next;
+        if self.is_cancelled() {
+            drop(hooks);
+            callback();
+        } else {
+            hooks.pending.push((id, Box::new(callback)));
+        }
+        OnCancel {
+            token: Arc::downgrade(&self.0),
+            id,
+        }
     }
 
     /// Whether it has been cancelled.
@@ -41,7 +96,7 @@ impl CancelToken {
     /// Blocks up to `timeout` for cancellation; returns whether cancelled.
     pub fn wait_blocking(&self, timeout: Duration) -> bool {
         let end = Instant::now().checked_add(timeout);
-        let Ok(mut held) = self.0.lock.lock() else {
+        let Ok(mut held) = self.0.hooks.lock() else {
             return self.is_cancelled();
         };
         while !self.is_cancelled() {
@@ -71,5 +126,61 @@ impl CancelToken {
             }
             notified.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn counter() -> (Arc<AtomicUsize>, impl FnOnce() + Send + 'static) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let bump = count.clone();
+        (count, move || {
+            bump.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    #[test]
+    fn hooks_run_once_on_cancel_and_not_after_unhooking() {
+        let token = CancelToken::new();
+        let (ran, hook) = counter();
+        let _kept = token.on_cancel(hook);
+        let (unhooked, other) = counter();
+        drop(token.on_cancel(other));
+        token.cancel();
+        token.cancel();
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            1,
+            "runs once, however often cancelled"
+        );
+        assert_eq!(unhooked.load(Ordering::SeqCst), 0, "a dropped hook never runs");
+    }
+
+    #[test]
+    fn a_hook_on_a_cancelled_token_runs_at_once() {
+        let token = CancelToken::new();
+        token.cancel();
+        let (ran, hook) = counter();
+        let _hook = token.on_cancel(hook);
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_hook_may_cancel_other_tokens_and_hook_again() {
+        let (outer, inner) = (CancelToken::new(), CancelToken::new());
+        let chained = inner.clone();
+        let _link = outer.on_cancel(move || chained.cancel());
+        let (ran, hook) = counter();
+        let _hook = inner.on_cancel(hook);
+        outer.cancel();
+        assert!(inner.is_cancelled());
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert!(
+            inner.wait_blocking(Duration::from_millis(1)),
+            "blocking waiters see it"
+        );
     }
 }

@@ -1,10 +1,14 @@
-//! Stage 6, execute: the module's `execute` on a blocking thread (through
-//! the [`handoff`](super::handoff)), under the deadline, with the cancel token
-//! set on timeout, client cancel or shutdown.
+//! Stage 6, execute: the module's `execute` on a blocking thread, under the
+//! deadline, with the cancel token set on timeout, client cancel or
+//! shutdown. The thread is either one the [`handoff`](super::handoff) lends
+//! ([`run`], for async callers) or the caller's own, when the caller is a
+//! thread that may block ([`here`], kept by the
+//! [`watchdog`](super::watchdog)).
 //!
 //! A tool that ignores the token cannot be pre-empted in-process: after a
 //! grace period the host answers without it and the thread is abandoned.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +26,7 @@ use crate::tool::MountedTool;
 use super::handoff::Handoff;
 
 /// How one call is to run.
+#[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Time the tool gets.
     pub timeout: Duration,
@@ -83,45 +88,89 @@ pub async fn run(
         _ = shutdown.cancelled() => Status::Cancelled,
     };
     cancel.cancel();
-    let secs = limits.timeout.as_secs_f64();
     match tokio::time::timeout(limits.grace, &mut task).await {
-        Ok(joined) => {
-            let mut result = parse(joined, &id);
-            if why == Status::Timeout && result.status == Status::Cancelled {
-                result.status = Status::Timeout;
-                result.error = Some(toolhost_core::ErrorInfo {
-                    code: codes::TIMEOUT.into(),
-                    message: format!(
-                        "'{}' timed out after {secs}s and was stopped; partial output is kept. \
-                         Retry with a smaller task or a longer timeout",
-                        tool.name()
-                    ),
-                    retryable: true,
-                    details: None,
-                });
-            }
-            result
-        }
-        Err(_) => {
-            tracing::warn!(tool = tool.name(), call = %id, "tool ignored cancellation; abandoning its thread");
-            let (code, what) = match why {
-                Status::Timeout => (codes::TIMEOUT, format!("timed out after {secs}s")),
-                _ => (codes::CANCELLED, "was cancelled".to_string()),
-            };
-            let mut result = ToolResult::failure(
-                &id,
-                why,
-                code,
-                format!(
-                    "'{}' {what} and did not stop within {:.1}s; its result is abandoned",
-                    tool.name(),
-                    limits.grace.as_secs_f64()
-                ),
-            );
-            result.metadata.extra.insert("abandoned".into(), json!(true));
-            result
-        }
+        Ok(joined) => settle(parse(joined, &id), Some(why), &tool, &limits),
+        Err(_) => abandoned(&tool, &id, why, &limits),
     }
+}
+
+/// Runs the call on this thread, which must be one that may block (never an
+/// async worker), and returns the tool's result. The deadline is the
+/// caller's to keep: it cancels `cancel` when time is up.
+pub fn here(
+    tool: &MountedTool,
+    request: &CallRequest,
+    deadline: Instant,
+    cancel: &CancelToken,
+    progress: Option<ProgressSink>,
+) -> ToolResult {
+    let id = &request.tool_call_id;
+    let ctx = CallContext {
+        cancel: cancel.clone(),
+        deadline: Some(deadline),
+        progress,
+        module: tool.module.name.clone(),
+        call_id: id.clone(),
+    };
+    let call_json = match serde_json::to_string(request) {
+        Ok(json) => json,
+        Err(e) => return ToolResult::failure(id, Status::Error, codes::INTERNAL, e.to_string()),
+    };
+    let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
+    let joined = catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
+        .map_err(|payload| super::handoff::panic_message(&*payload));
+    parse(joined, id)
+}
+
+/// The result of a call that returned after it was cancelled for `why`: a
+/// tool stopped by its deadline reports `cancelled`, which becomes
+/// `timeout` with a message saying so.
+pub fn settle(
+    mut result: ToolResult,
+    why: Option<Status>,
+    tool: &MountedTool,
+    limits: &Limits,
+) -> ToolResult {
+    if why == Some(Status::Timeout) && result.status == Status::Cancelled {
+        result.status = Status::Timeout;
+        result.error = Some(toolhost_core::ErrorInfo {
+            code: codes::TIMEOUT.into(),
+            message: format!(
+                "'{}' timed out after {}s and was stopped; partial output is kept. \
+                 Retry with a smaller task or a longer timeout",
+                tool.name(),
+                limits.timeout.as_secs_f64()
+            ),
+            retryable: true,
+            details: None,
+        });
+    }
+    result
+}
+
+/// The host's answer for a call whose tool ignored cancellation (for `why`)
+/// past the grace period.
+pub fn abandoned(tool: &MountedTool, id: &str, why: Status, limits: &Limits) -> ToolResult {
+    tracing::warn!(tool = tool.name(), call = %id, "tool ignored cancellation; abandoning its thread");
+    let (code, what) = match why {
+        Status::Timeout => (
+            codes::TIMEOUT,
+            format!("timed out after {}s", limits.timeout.as_secs_f64()),
+        ),
+        _ => (codes::CANCELLED, "was cancelled".to_string()),
+    };
+    let mut result = ToolResult::failure(
+        id,
+        why,
+        code,
+        format!(
+            "'{}' {what} and did not stop within {:.1}s; its result is abandoned",
+            tool.name(),
+            limits.grace.as_secs_f64()
+        ),
+    );
+    result.metadata.extra.insert("abandoned".into(), json!(true));
+    result
 }
 
 /// The tool's JSON result, checked; a malformed one becomes an error.

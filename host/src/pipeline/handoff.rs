@@ -218,7 +218,8 @@ fn average(avg: &AtomicU64, sample: u64) {
     avg.store(new, Ordering::Relaxed);
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// A panic's message, for the error result that replaces the call's value.
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

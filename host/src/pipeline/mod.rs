@@ -20,12 +20,14 @@ pub mod execute;
 pub mod handoff;
 pub mod hooks;
 pub mod idempotency;
+mod inline;
 pub mod policy;
 pub mod postprocess;
 pub mod record;
 pub mod resolve;
 pub mod schedule;
 pub mod validate;
+pub mod watchdog;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,6 +41,7 @@ use toolhost_core::{CallRequest, Status, ToolResult};
 use tracing::Instrument;
 
 pub use batch::BatchItem;
+pub use inline::Answer;
 pub use policy::PreApproved;
 
 use crate::cancel::CancelToken;
@@ -91,6 +94,17 @@ pub(crate) struct Prepared {
     progress: Option<ProgressSink>,
 }
 
+/// A prepared call as stage 6 takes it.
+struct Launch {
+    tool: Arc<MountedTool>,
+    request: CallRequest,
+    limits: execute::Limits,
+    cancel: CancelToken,
+    progress: Option<ProgressSink>,
+    /// The input again, for the post hooks (`Null` when there are none).
+    input: Value,
+}
+
 /// Runs calls against a loaded host.
 pub struct Pipeline {
     host: Arc<Host>,
@@ -105,6 +119,8 @@ pub struct Pipeline {
     working_dir: String,
     /// Hands calls to blocking threads.
     handoff: Arc<handoff::Handoff>,
+    /// Keeps the deadlines of calls run on their callers' threads.
+    watchdog: watchdog::Watchdog,
 }
 
 impl Pipeline {
@@ -128,6 +144,7 @@ impl Pipeline {
             store: OnceLock::new(),
             working_dir,
             handoff: Arc::default(),
+            watchdog: watchdog::Watchdog::default(),
         }
     }
 
@@ -235,31 +252,15 @@ impl Pipeline {
 
     /// Stages 6–7 and the post hooks; recording is the caller's.
     async fn run(&self, prepared: Prepared, trace: &mut Trace) -> ToolResult {
-        let Prepared {
-            id,
+        let Launch {
             tool,
-            mut input,
+            request,
+            limits,
             cancel,
             progress,
-        } = prepared;
-        record::pre(&self.host.events, &tool, &id, &input);
+            input,
+        } = self.launch(prepared);
         // 6. execute
-        let limits = execute::Limits {
-            timeout: self.timeout_for(&tool),
-            grace: Duration::from_millis(self.host.plan.host.cancel_grace_ms),
-        };
-        let post_hooks = self.hooks.any(crate::plan::HookEvent::Post);
-        let request = CallRequest {
-            tool_call_id: id.clone(),
-            name: tool.module_name.clone(),
-            input: if post_hooks {
-                input.clone()
-            } else {
-                std::mem::take(&mut input)
-            },
-            deadline_ms: Some(limits.timeout.as_millis() as u64),
-            working_dir: self.working_dir.clone(),
-        };
         let result = execute::run(
             &self.handoff,
             tool.clone(),
@@ -270,15 +271,64 @@ impl Pipeline {
             progress,
         )
         .await;
+        self.after(&tool, &input, trace, result).await
+    }
+
+    /// What stage 6 needs, from a prepared call; emits `tool:pre`.
+    fn launch(&self, prepared: Prepared) -> Launch {
+        let Prepared {
+            id,
+            tool,
+            mut input,
+            cancel,
+            progress,
+        } = prepared;
+        record::pre(&self.host.events, &tool, &id, &input);
+        let limits = execute::Limits {
+            timeout: self.timeout_for(&tool),
+            grace: Duration::from_millis(self.host.plan.host.cancel_grace_ms),
+        };
+        // The input is kept past execution only for the post hooks.
+        let post_hooks = self.hooks.any(crate::plan::HookEvent::Post);
+        let request = CallRequest {
+            tool_call_id: id,
+            name: tool.module_name.clone(),
+            input: if post_hooks {
+                input.clone()
+            } else {
+                std::mem::take(&mut input)
+            },
+            deadline_ms: Some(limits.timeout.as_millis() as u64),
+            working_dir: self.working_dir.clone(),
+        };
+        Launch {
+            tool,
+            request,
+            limits,
+            cancel,
+            progress,
+            input,
+        }
+    }
+
+    /// Stage 7 and the post hooks, for the tool's (or the host's) result;
+    /// remembers it under its idempotency key.
+    async fn after(
+        &self,
+        tool: &MountedTool,
+        input: &Value,
+        trace: &Trace,
+        result: ToolResult,
+    ) -> ToolResult {
         // 7. post-process
-        let result = postprocess::check_output(&tool, result);
+        let result = postprocess::check_output(tool, result);
         let result = postprocess::bound(result, self.host.plan.host.max_output_bytes as usize);
-        let result = if post_hooks {
-            self.hooks.post(&tool, &input, result).await
+        let result = if self.hooks.any(crate::plan::HookEvent::Post) {
+            self.hooks.post(tool, input, result).await
         } else {
             result
         };
-        self.remember(&tool, trace, &result);
+        self.remember(tool, trace, &result);
         result
     }
 

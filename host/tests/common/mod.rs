@@ -179,8 +179,13 @@ pub struct InProcess {
 impl InProcess {
     /// Loads `plan` (module_path is set to the target folder for it).
     pub fn new(plan: &str) -> InProcess {
+        InProcess::with_host("", plan)
+    }
+
+    /// Loads `plan` with more `[host]` keys (`host`, TOML lines).
+    pub fn with_host(host: &str, plan: &str) -> InProcess {
         let text = format!(
-            "[host]\nmodule_path = [{:?}]\n{plan}",
+            "[host]\nmodule_path = [{:?}]\n{host}\n{plan}",
             target_dir().display().to_string()
         );
         let plan = toolhost::plan::Plan::parse(&text, Path::new("inprocess.toml")).expect("plan parses");

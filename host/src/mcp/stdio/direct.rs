@@ -1,0 +1,326 @@
+//! Routes each line of stdin: a plain `tools/call` runs *directly*, on the
+//! reader thread that read it ([`Pipeline::call_here`]), and is answered
+//! from there; every other line goes to rmcp, which handles it as usual
+//! (initialize, tools/list, ping, calls that want progress or carry input
+//! responses, answers to our elicitation requests, anything malformed).
+//!
+//! A direct call is the same call as one through rmcp's handler: the same
+//! pipeline, the same approver (MCP elicitation through rmcp's peer), the
+//! same result conversion, serialized as rmcp's own message types. It only
+//! skips rmcp's per-request task and the hand-off to a blocking thread,
+//! the two thread wake-ups that dominated a small call's cost.
+//!
+//! Direct calls start once rmcp has finished the handshake. Their
+//! `notifications/cancelled` are honoured here (and still passed on to
+//! rmcp, which ignores ids it does not know): the tool stops, the call is
+//! recorded, and, as rmcp does and the MCP spec asks, no response is sent
+//! for a request its client cancelled.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CancelledNotificationParam, JsonRpcVersion2_0, RequestId, ServerJsonRpcMessage,
+    ServerResult,
+};
+use rmcp::{Peer, RoleServer};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::runtime::Handle;
+use toolhost_core::ToolResult;
+
+use super::input::{Job, Lines};
+use super::output::Output;
+use super::relay::RelaySender;
+use crate::cancel::CancelToken;
+use crate::mcp::{convert, elicit};
+use crate::pipeline::{Call, Pipeline};
+
+/// The router the stdin readers hand their lines to.
+pub struct Router {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    pipeline: Arc<Pipeline>,
+    runtime: Handle,
+    output: Arc<Output>,
+    /// rmcp's input; taken at the end of stdin.
+    relay: Mutex<Option<RelaySender>>,
+    /// rmcp's peer, once the session is initialized: direct calls start then.
+    peer: OnceLock<Peer<RoleServer>>,
+    /// Direct calls in flight, by request id.
+    calls: Mutex<HashMap<RequestId, InFlight>>,
+    drained: Condvar,
+    /// Fires when the client is gone (stdin closed).
+    gone: CancelToken,
+}
+
+/// A direct call in flight.
+struct InFlight {
+    cancel: CancelToken,
+    /// The client cancelled it: it gets no response.
+    cancelled_by_client: bool,
+}
+
+/// The part of a JSON-RPC message that decides its route.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[allow(dead_code)] // checked by deserializing: "2.0" or not ours
+    jsonrpc: JsonRpcVersion2_0,
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+impl Router {
+    /// A router feeding rmcp through `relay`; `gone` fires at the end of
+    /// stdin.
+    pub fn new(
+        pipeline: Arc<Pipeline>,
+        runtime: Handle,
+        output: Arc<Output>,
+        relay: RelaySender,
+        gone: CancelToken,
+    ) -> Router {
+        Router {
+            shared: Arc::new(Shared {
+                pipeline,
+                runtime,
+                output,
+                relay: Mutex::new(Some(relay)),
+                peer: OnceLock::new(),
+                calls: Mutex::new(HashMap::new()),
+                drained: Condvar::new(),
+                gone,
+            }),
+        }
+    }
+
+    /// The session is initialized: calls may run directly from now on.
+    pub fn start_direct_calls(&self, peer: Peer<RoleServer>) {
+        let _ = self.shared.peer.set(peer);
+    }
+
+    /// Cancels every direct call in flight (the client is gone, or the host
+    /// is shutting down).
+    pub fn cancel_all(&self) {
+        let tokens: Vec<CancelToken> = self
+            .shared
+            .lock_calls()
+            .values()
+            .map(|c| c.cancel.clone())
+            .collect();
+        for token in tokens {
+            token.cancel();
+        }
+    }
+
+    /// Waits up to `timeout` for the direct calls in flight to be answered;
+    /// returns how many are still running.
+    pub fn drain(&self, timeout: Duration) -> usize {
+        let end = Instant::now() + timeout;
+        let mut calls = self.shared.lock_calls();
+        while !calls.is_empty() {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            calls = match self.shared.drained.wait_timeout(calls, left) {
+                Ok((calls, _)) => calls,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        calls.len()
+    }
+
+    /// A job for `text` when it is a call to run directly.
+    fn direct(&self, text: &[u8]) -> Option<Job> {
+        let peer = self.shared.peer.get()?;
+        let envelope: Envelope<'_> = serde_json::from_slice(text).ok()?;
+        match envelope.method.as_ref() {
+            "tools/call" => {}
+            "notifications/cancelled" => {
+                self.cancelled(envelope.params);
+                return None;
+            }
+            _ => return None,
+        }
+        let id = envelope.id?;
+        let params: CallToolRequestParams = serde_json::from_str(envelope.params?.get()).ok()?;
+        // Progress needs rmcp's notification plumbing; input responses are
+        // rmcp's protocol to resolve.
+        let wants_progress = params
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.get_progress_token().is_some());
+        if wants_progress || params.input_responses.is_some() || params.request_state.is_some() {
+            return None;
+        }
+        let cancel = CancelToken::new();
+        {
+            let mut calls = self.shared.lock_calls();
+            if calls.contains_key(&id) {
+                return None; // a reused id: let rmcp judge it
+            }
+            calls.insert(
+                id.clone(),
+                InFlight {
+                    cancel: cancel.clone(),
+                    cancelled_by_client: false,
+                },
+            );
+        }
+        let call = Call {
+            name: params.name.into_owned(),
+            input: Value::Object(params.arguments.unwrap_or_default()),
+            cancel: Some(cancel.clone()),
+            approver: elicit::approver(peer, cancel),
+            ..Call::default()
+        };
+        let shared = self.shared.clone();
+        Some(Box::new(move || {
+            let reply = Reply {
+                shared: shared.clone(),
+                id: Some(id),
+            };
+            let answer = Box::new(move |result| reply.send(result));
+            shared.pipeline.call_here(&shared.runtime, call, answer);
+        }))
+    }
+
+    /// `notifications/cancelled` for a direct call cancels it.
+    fn cancelled(&self, params: Option<&RawValue>) {
+        let Some(params) = params else { return };
+        let Ok(params) = serde_json::from_str::<CancelledNotificationParam>(params.get()) else {
+            return;
+        };
+        let Some(id) = params.request_id else { return };
+        let token = self.shared.lock_calls().get_mut(&id).map(|call| {
+            call.cancelled_by_client = true;
+            call.cancel.clone()
+        });
+        if let Some(token) = token {
+            tracing::info!(%id, reason = params.reason, "cancelled");
+            token.cancel();
+        }
+    }
+
+    fn forward(&self, bytes: &[u8]) {
+        let relay = self.shared.relay.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(relay) = relay.as_ref() {
+            // rmcp's end is gone only when its session is over.
+            let _ = relay.send(bytes.to_vec());
+        }
+    }
+}
+
+impl Shared {
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, InFlight>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The answer owed to one direct call: sent once, with the result, or, if
+/// the call was dropped unanswered (a panic in the host), with an error, so
+/// no client ever waits forever.
+struct Reply {
+    shared: Arc<Shared>,
+    id: Option<RequestId>,
+}
+
+impl Reply {
+    /// Answers the call, as rmcp would have.
+    fn send(mut self, result: ToolResult) {
+        let Some(id) = self.id.take() else { return };
+        let cancelled_by_client = {
+            let mut calls = self.shared.lock_calls();
+            let call = calls.remove(&id);
+            if calls.is_empty() {
+                self.shared.drained.notify_all();
+            }
+            call.is_some_and(|c| c.cancelled_by_client)
+        };
+        if cancelled_by_client {
+            tracing::debug!(%id, "dropping the response to a request its client cancelled");
+            return;
+        }
+        let mut result = ServerResult::CallToolResult(convert::call_result(result));
+        // The handler caps the protocol below 2026-07-28, whose results
+        // alone carry `resultType`; rmcp strips it for such peers, and so
+        // do we.
+        result.strip_result_type_for_legacy_peer();
+        self.shared
+            .output
+            .send(&ServerJsonRpcMessage::response(result, id));
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            tracing::error!(%id, "a direct call ended without a result");
+            let failed = ToolResult::failure(
+                id.to_string(),
+                toolhost_core::Status::Error,
+                toolhost_core::wire::codes::INTERNAL,
+                "the host failed while running this call; see its log",
+            );
+            let reply = Reply {
+                shared: self.shared.clone(),
+                id: self.id.take(),
+            };
+            reply.send(failed);
+        }
+    }
+}
+
+impl Lines for Router {
+    fn line(&self, line: &[u8], last: bool) -> Option<Job> {
+        if last {
+            if let Some(job) = self.direct(trim(line)) {
+                return Some(job);
+            }
+        } else if self.shared.peer.get().is_some() {
+            // Cancellations are honoured wherever they stand in a read.
+            if let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(trim(line)) {
+                if envelope.method == "notifications/cancelled" {
+                    self.cancelled(envelope.params);
+                }
+            }
+        }
+        self.forward(line);
+        None
+    }
+
+    fn raw(&self, bytes: &[u8]) {
+        self.forward(bytes);
+    }
+
+    fn end(&self) {
+        tracing::info!("stdin closed: the client is gone; cancelling its calls");
+        // rmcp sees the end of its input and ends the session.
+        drop(
+            self.shared
+                .relay
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        self.shared.gone.cancel();
+        self.cancel_all();
+    }
+}
+
+/// A line without its newline, carriage return or byte-order mark.
+fn trim(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+}

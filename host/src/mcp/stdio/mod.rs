@@ -1,0 +1,135 @@
+//! MCP over stdin/stdout. Stdout carries protocol messages only; logs go to
+//! stderr. When stdin closes (the client went away) every call in flight is
+//! cancelled at once, so a tool's processes do not outlive the client.
+//!
+//! rmcp runs the session ([`ToolhostServer`] on rmcp's transport), but
+//! stdin is read by threads of ours ([`input`]), which hand rmcp its bytes
+//! through a [`relay`] and run plain `tools/call` requests themselves
+//! ([`direct`]): a small call then costs one thread wake-up instead of
+//! three. Both write whole messages to one [`output`].
+
+mod direct;
+mod input;
+mod output;
+mod relay;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::ServiceExt;
+
+use super::ToolhostServer;
+use crate::cancel::CancelToken;
+use crate::pipeline::Pipeline;
+use direct::Router;
+use output::{Output, RmcpOutput};
+use relay::Relay;
+
+/// How long past its grace period a cancelled call may take to be answered
+/// before the server exits without it.
+const DRAIN_MARGIN: Duration = Duration::from_secs(2);
+
+/// Serves until the client closes stdin or `shutdown` fires. Returns an
+/// error only when the session could not start.
+///
+/// rmcp's session runs on its own single-threaded runtime: it only sees
+/// what is not a direct call, one message at a time. Direct calls use the
+/// caller's runtime for their async stages.
+pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(), String> {
+    let output = Arc::new(Output);
+    let (relay_tx, relay) = Relay::new();
+    let gone = CancelToken::new();
+    let router = Arc::new(Router::new(
+        pipeline.clone(),
+        tokio::runtime::Handle::current(),
+        output.clone(),
+        relay_tx,
+        gone.clone(),
+    ));
+    input::start(router.clone()).map_err(|e| format!("cannot read stdin: {e}"))?;
+    let _on_shutdown = {
+        let router = router.clone();
+        shutdown.on_cancel(move || router.cancel_all())
+    };
+    let grace = Duration::from_millis(pipeline.host().plan.host.cancel_grace_ms);
+
+    let (done, finished) = tokio::sync::oneshot::channel();
+    let thread = std::thread::Builder::new()
+        .name("toolhost-mcp".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = done.send(Err(format!("cannot start the MCP runtime: {e}")));
+                    return;
+                }
+            };
+            let transport = AsyncRwTransport::new_server(relay, RmcpOutput(output));
+            let session = Session {
+                pipeline,
+                shutdown,
+                gone,
+                router: router.clone(),
+            };
+            let served = runtime.block_on(session.run(transport));
+            // Tools that ignored cancellation must not hold the exit.
+            runtime.shutdown_background();
+            // Direct calls were cancelled with the session; let them answer
+            // (and be recorded) before the process goes.
+            let running = router.drain(grace + DRAIN_MARGIN);
+            if running > 0 {
+                tracing::warn!(running, "exiting with direct calls still running");
+            }
+            let _ = done.send(served);
+        });
+    if let Err(e) = thread {
+        return Err(format!("cannot start the MCP thread: {e}"));
+    }
+    finished
+        .await
+        .unwrap_or_else(|_| Err("the MCP session ended abnormally".into()))
+}
+
+/// One stdio session as rmcp runs it.
+struct Session {
+    pipeline: Arc<Pipeline>,
+    shutdown: CancelToken,
+    gone: CancelToken,
+    router: Arc<Router>,
+}
+
+impl Session {
+    async fn run(
+        self,
+        transport: AsyncRwTransport<rmcp::RoleServer, Relay, RmcpOutput>,
+    ) -> Result<(), String> {
+        let Session {
+            pipeline,
+            shutdown,
+            gone,
+            router,
+        } = self;
+        let server = ToolhostServer::new(pipeline, gone.clone());
+        let running = tokio::select! {
+            running = server.serve(transport) => match running {
+                Ok(running) => running,
+                // A client that leaves before initializing is not a failure.
+                Err(_) if gone.is_cancelled() => return Ok(()),
+                Err(e) => return Err(format!("the MCP session did not start: {e}")),
+            },
+            _ = shutdown.cancelled() => return Ok(()),
+        };
+        router.start_direct_calls(running.peer().clone());
+        let stop = running.cancellation_token();
+        let watcher = tokio::spawn(async move {
+            shutdown.cancelled().await;
+            gone.cancel();
+            stop.cancel();
+        });
+        let reason = running.waiting().await;
+        watcher.abort();
+        tracing::info!(?reason, "MCP session over stdio ended");
+        Ok(())
+    }
+}
