@@ -31,7 +31,8 @@ struct Hooks {
 }
 
 /// A callback hooked onto a token with [`CancelToken::on_cancel`]; dropping
-/// it unhooks the callback if it has not run yet.
+/// it unhooks the callback unless a `cancel` has already taken it to run
+/// (so a callback may still run, once, just after its guard is dropped).
 #[must_use = "dropping the hook unhooks its callback"]
 pub struct OnCancel {
     token: Weak<Inner>,

@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from harness import BIN, RawServer, plan, server_env, wait_until
 
@@ -228,3 +229,73 @@ def test_stdin_that_is_a_plain_file(workspace):
     )
     assert empty.returncode == 0, empty.stderr.decode()
     assert empty.stdout == b""
+
+
+def reader_threads(pid: int) -> int:
+    tasks = Path(f"/proc/{pid}/task")
+    return sum(1 for t in tasks.iterdir() if (t / "comm").read_text().strip() == "toolhost-mcp-io")
+
+
+def test_stdin_keeps_a_reader_while_long_calls_run_past_the_idle_limit(workspace):
+    # Readers beyond the two kept ones retire after idling 10 s, but never
+    # the last idle one: with two long calls running, a third reader waits,
+    # and must still be reading when the idle limit has passed.
+    ws = workspace()
+    server = RawServer(ws)
+    try:
+        server.initialize()
+        first = call(server, "sleep", {"ms": 60_000})
+        time.sleep(0.3)
+        second = call(server, "sleep", {"ms": 60_000})
+        time.sleep(11.5)
+        started = time.monotonic()
+        ping = server.request("ping", {})
+        assert server.response(ping)["result"] == {}
+        assert time.monotonic() - started < 3, "no reader was left on stdin"
+        for rid in (first, second):
+            server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+        assert wait_until(
+            lambda: len([r for r in ws.audit_records() if r.get("tool") == "sleep"]) == 2, timeout=5
+        )
+    finally:
+        server.kill()
+
+
+def test_a_flood_of_concurrent_calls_is_answered_without_a_thread_each(workspace):
+    ws = workspace()
+    server = RawServer(ws)
+    try:
+        server.initialize()
+        ids = []
+        for i in range(90):
+            ids.append(call(server, "sleep", {"ms": 1500}))
+            time.sleep(0.002)  # mostly one call per read: each may run directly
+        time.sleep(0.5)
+        readers = reader_threads(server.proc.pid)
+        # 64 direct calls at most, plus readers left waiting on stdin.
+        assert readers <= 64 + 3, readers
+        answered = set()
+        while len(answered) < len(ids):
+            message = server.read()
+            assert message["result"]["isError"] is False, message
+            answered.add(message["id"])
+        assert answered == set(ids)
+    finally:
+        server.kill()
+
+
+def test_a_call_naming_its_protocol_version_is_judged_as_rmcp_judges_it(workspace):
+    ws = workspace()
+    server = RawServer(ws)
+    try:
+        server.initialize()
+        rid = server.request(
+            "tools/call",
+            {"name": "echo", "arguments": {"message": "x"}, "_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}},
+        )
+        message = server.response(rid)
+        assert "error" in message, message
+        echo = call(server, "echo", {"message": "fine"})
+        assert server.response(echo)["result"]["isError"] is False
+    finally:
+        server.kill()

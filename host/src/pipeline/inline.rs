@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use tokio::runtime::Handle;
+use tokio::sync::OwnedSemaphorePermit;
 use toolhost_core::wire::codes;
 use toolhost_core::{Status, ToolResult};
 
@@ -36,6 +37,9 @@ struct Tail {
     tool: Arc<MountedTool>,
     input: Value,
     answer: Answer,
+    /// The module's concurrency permit: given back once the tool returned
+    /// or was abandoned, as stage 6 does for async callers.
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 type SharedTail = Arc<Mutex<Option<Tail>>>;
@@ -72,7 +76,7 @@ impl Pipeline {
         } = self.launch(prepared);
 
         // The module's concurrency cap, waited for here.
-        let _permit = match &tool.module.limit {
+        let permit = match &tool.module.limit {
             None => None,
             Some(limit) => match limit.clone().try_acquire_owned() {
                 Ok(permit) => Some(permit),
@@ -96,6 +100,7 @@ impl Pipeline {
             tool: tool.clone(),
             input,
             answer,
+            permit,
         })));
         let abandon = {
             let (me, runtime, tail, tool, id) = (
@@ -145,7 +150,9 @@ impl Pipeline {
             tool,
             input,
             answer,
+            permit,
         } = tail;
+        drop(permit);
         let result = self.after(&tool, &input, &pending.trace, result).await;
         answer(self.finish(pending, result));
     }

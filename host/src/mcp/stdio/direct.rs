@@ -4,11 +4,15 @@
 //! (initialize, tools/list, ping, calls that want progress or carry input
 //! responses, answers to our elicitation requests, anything malformed).
 //!
-//! A direct call is the same call as one through rmcp's handler: the same
-//! pipeline, the same approver (MCP elicitation through rmcp's peer), the
-//! same result conversion, serialized as rmcp's own message types. It only
-//! skips rmcp's per-request task and the hand-off to a blocking thread,
-//! the two thread wake-ups that dominated a small call's cost.
+//! A direct call goes through the same pipeline as one through rmcp's
+//! handler, with the same approver (MCP elicitation through rmcp's peer)
+//! and the same result conversion, serialized as rmcp's own message types.
+//! It only skips rmcp's per-request task and the hand-off to a blocking
+//! thread, the two thread wake-ups that dominated a small call's cost.
+//! Whatever rmcp would judge differently goes to rmcp: calls that ask for
+//! progress, carry input responses or name a protocol version in `_meta`,
+//! a request id already in flight (rmcp runs that one too: reusing an id is
+//! the client's fault), and every call beyond [`MAX_DIRECT`] at once.
 //!
 //! Direct calls start once rmcp has finished the handshake. Their
 //! `notifications/cancelled` are honoured here (and still passed on to
@@ -18,6 +22,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -39,6 +44,10 @@ use crate::cancel::CancelToken;
 use crate::mcp::{convert, elicit};
 use crate::pipeline::{Call, Pipeline};
 
+/// Direct calls at once; more concurrent calls go through rmcp (its tasks
+/// and tokio's capped blocking pool), rather than a reader thread each.
+pub const MAX_DIRECT: usize = 64;
+
 /// The router the stdin readers hand their lines to.
 pub struct Router {
     shared: Arc<Shared>,
@@ -52,9 +61,15 @@ struct Shared {
     relay: Mutex<Option<RelaySender>>,
     /// rmcp's peer, once the session is initialized: direct calls start then.
     peer: OnceLock<Peer<RoleServer>>,
+    /// The session is over: no new direct calls.
+    closed: AtomicBool,
     /// Direct calls in flight, by request id.
     calls: Mutex<HashMap<RequestId, InFlight>>,
+    /// Signalled when the last call in flight is answered, while someone
+    /// [drains](Router::drain) (a notify is a system call even with
+    /// nobody waiting).
     drained: Condvar,
+    draining: AtomicBool,
     /// Fires when the client is gone (stdin closed).
     gone: CancelToken,
 }
@@ -96,8 +111,10 @@ impl Router {
                 output,
                 relay: Mutex::new(Some(relay)),
                 peer: OnceLock::new(),
+                closed: AtomicBool::new(false),
                 calls: Mutex::new(HashMap::new()),
                 drained: Condvar::new(),
+                draining: AtomicBool::new(false),
                 gone,
             }),
         }
@@ -108,9 +125,16 @@ impl Router {
         let _ = self.shared.peer.set(peer);
     }
 
-    /// Cancels every direct call in flight (the client is gone, or the host
-    /// is shutting down).
-    pub fn cancel_all(&self) {
+    /// The session is over (the client is gone, rmcp ended it, the host is
+    /// shutting down): no new direct calls, and those in flight are
+    /// cancelled.
+    pub fn close(&self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        self.cancel_all();
+    }
+
+    /// Cancels every direct call in flight.
+    fn cancel_all(&self) {
         let tokens: Vec<CancelToken> = self
             .shared
             .lock_calls()
@@ -127,6 +151,7 @@ impl Router {
     pub fn drain(&self, timeout: Duration) -> usize {
         let end = Instant::now() + timeout;
         let mut calls = self.shared.lock_calls();
+        self.shared.draining.store(true, Ordering::SeqCst);
         while !calls.is_empty() {
             let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -143,6 +168,9 @@ impl Router {
     /// A job for `text` when it is a call to run directly.
     fn direct(&self, text: &[u8]) -> Option<Job> {
         let peer = self.shared.peer.get()?;
+        if self.shared.closed.load(Ordering::SeqCst) {
+            return None;
+        }
         let envelope: Envelope<'_> = serde_json::from_slice(text).ok()?;
         match envelope.method.as_ref() {
             "tools/call" => {}
@@ -154,20 +182,20 @@ impl Router {
         }
         let id = envelope.id?;
         let params: CallToolRequestParams = serde_json::from_str(envelope.params?.get()).ok()?;
-        // Progress needs rmcp's notification plumbing; input responses are
-        // rmcp's protocol to resolve.
-        let wants_progress = params
+        // Progress needs rmcp's notification plumbing; input responses and
+        // per-request protocol versions are rmcp's to judge.
+        let rmcp_judges = params
             .meta
             .as_ref()
-            .is_some_and(|m| m.get_progress_token().is_some());
-        if wants_progress || params.input_responses.is_some() || params.request_state.is_some() {
+            .is_some_and(|m| m.get_progress_token().is_some() || m.protocol_version().is_some());
+        if rmcp_judges || params.input_responses.is_some() || params.request_state.is_some() {
             return None;
         }
         let cancel = CancelToken::new();
         {
             let mut calls = self.shared.lock_calls();
-            if calls.contains_key(&id) {
-                return None; // a reused id: let rmcp judge it
+            if calls.len() >= MAX_DIRECT || calls.contains_key(&id) {
+                return None;
             }
             calls.insert(
                 id.clone(),
@@ -184,12 +212,13 @@ impl Router {
             approver: elicit::approver(peer, cancel),
             ..Call::default()
         };
+        // Made before the job, so a job dropped unrun still answers.
+        let reply = Reply {
+            shared: self.shared.clone(),
+            id: Some(id),
+        };
         let shared = self.shared.clone();
         Some(Box::new(move || {
-            let reply = Reply {
-                shared: shared.clone(),
-                id: Some(id),
-            };
             let answer = Box::new(move |result| reply.send(result));
             shared.pipeline.call_here(&shared.runtime, call, answer);
         }))
@@ -212,11 +241,18 @@ impl Router {
         }
     }
 
+    /// Relays bytes to rmcp, waiting while its queue is full (only the
+    /// reader that owns stdin forwards, so stdin waits with it).
     fn forward(&self, bytes: &[u8]) {
-        let relay = self.shared.relay.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(relay) = relay.as_ref() {
+        let relay = self
+            .shared
+            .relay
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(relay) = relay {
             // rmcp's end is gone only when its session is over.
-            let _ = relay.send(bytes.to_vec());
+            let _ = relay.blocking_send(bytes.to_vec());
         }
     }
 }
@@ -242,7 +278,7 @@ impl Reply {
         let cancelled_by_client = {
             let mut calls = self.shared.lock_calls();
             let call = calls.remove(&id);
-            if calls.is_empty() {
+            if calls.is_empty() && self.shared.draining.load(Ordering::SeqCst) {
                 self.shared.drained.notify_all();
             }
             call.is_some_and(|c| c.cancelled_by_client)
@@ -314,7 +350,7 @@ impl Lines for Router {
                 .take(),
         );
         self.shared.gone.cancel();
-        self.cancel_all();
+        self.close();
     }
 }
 

@@ -7,8 +7,9 @@
 //! returned (a tool call). So the thread that was woken by a request is the
 //! thread that runs it, and answers it: one wake-up per call, where a
 //! reader handing the call to a worker and back costs three. Meanwhile
-//! another thread is always waiting on stdin (one is started when none is),
-//! so a cancellation or a second call is read while a tool runs.
+//! another thread is always waiting on stdin (one is started when none is
+//! idle, and an idle reader retires only while another is idle too), so a
+//! cancellation or a second call is read while a tool runs.
 //!
 //! Stdin that epoll cannot watch (a regular file, `/dev/null`) is read by
 //! one plain thread, and jobs run on threads of their own.
@@ -19,6 +20,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Work a handler wants done on the reading thread, once stdin is re-armed.
+/// A job may be dropped unrun (no thread could be started for it): it must
+/// then settle its own business, as a direct call does by answering.
 pub type Job = Box<dyn FnOnce() + Send>;
 
 /// What the readers hand their input to.
@@ -47,6 +50,8 @@ const IDLE_EXIT_MS: i32 = 10_000;
 const STDIN: i32 = 0;
 const EVENT_INPUT: u64 = 1;
 const EVENT_STOP: u64 = 2;
+/// Not an epoll token: what [`Readers::wait`] says when epoll fails.
+const EVENT_BROKEN: u64 = 3;
 
 /// Starts reading stdin into `handler`.
 pub fn start<H: Lines>(handler: Arc<H>) -> io::Result<()> {
@@ -148,28 +153,15 @@ impl<H: Lines> Readers<H> {
     /// One reader: wait for stdin (or the stop), read, re-arm, run the job.
     fn serve(self: Arc<Self>) {
         loop {
-            let mut event = libc::epoll_event { events: 0, u64: 0 };
-            self.idle.fetch_add(1, Ordering::SeqCst);
-            let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), &mut event, 1, IDLE_EXIT_MS) };
-            self.idle.fetch_sub(1, Ordering::SeqCst);
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                tracing::error!("cannot wait for stdin: {e}");
-                return self.finish();
-            }
-            if n == 0 {
-                if self.may_retire() {
-                    return;
-                }
-                continue;
-            }
-            let token = event.u64;
+            let Some(token) = self.wait() else {
+                return; // retired
+            };
             if token == EVENT_STOP {
                 self.threads.fetch_sub(1, Ordering::SeqCst);
                 return;
+            }
+            if token == EVENT_BROKEN {
+                return self.finish();
             }
             // This thread alone owns stdin until it re-arms it.
             match self.read_once() {
@@ -196,14 +188,51 @@ impl<H: Lines> Readers<H> {
         }
     }
 
-    /// A reader beyond the kept ones leaves after idling.
-    fn may_retire(&self) -> bool {
-        let threads = self.threads.load(Ordering::SeqCst);
-        threads > KEEP
-            && self
-                .threads
-                .compare_exchange(threads, threads - 1, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
+    /// Waits, counted as idle, for an event; `None` when this reader
+    /// retires instead: after idling, and only while another reader is
+    /// idle too, so stdin is never left without one.
+    fn wait(&self) -> Option<u64> {
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        loop {
+            let mut event = libc::epoll_event { events: 0, u64: 0 };
+            // SAFETY: one event's room, as the count says.
+            let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), &mut event, 1, IDLE_EXIT_MS) };
+            match n {
+                0 if self.threads.load(Ordering::SeqCst) > KEEP && self.leave_idle_if_not_last() => {
+                    self.threads.fetch_sub(1, Ordering::SeqCst);
+                    return None;
+                }
+                0 => {}
+                n if n < 0 => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        // A broken epoll set: fail as if stdin had closed.
+                        tracing::error!("cannot wait for stdin: {e}");
+                        self.idle.fetch_sub(1, Ordering::SeqCst);
+                        return Some(EVENT_BROKEN);
+                    }
+                }
+                _ => {
+                    self.idle.fetch_sub(1, Ordering::SeqCst);
+                    return Some(event.u64);
+                }
+            }
+        }
+    }
+
+    /// Stops counting this reader as idle, unless it is the only idle one.
+    fn leave_idle_if_not_last(&self) -> bool {
+        let mut idle = self.idle.load(Ordering::SeqCst);
+        while idle >= 2 {
+            match self
+                .idle
+                .compare_exchange(idle, idle - 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(now) => idle = now,
+            }
+        }
+        false
     }
 
     /// Stdin ended: tell the handler, and every other reader to leave.
@@ -271,7 +300,7 @@ impl<H: Lines> Readers<H> {
                 break;
             }
             let last = lines.peek().is_none_or(|next| next.last() != Some(&b'\n'));
-            job = if partial.is_empty() {
+            let new = if partial.is_empty() {
                 self.handler.line(piece, last)
             } else {
                 partial.extend_from_slice(piece);
@@ -279,6 +308,13 @@ impl<H: Lines> Readers<H> {
                 partial.clear();
                 job
             };
+            if let Some(new) = new {
+                if job.replace(new).is_some() {
+                    // Against the handler's contract: the earlier job is
+                    // dropped unrun (a handler's job answers for itself then).
+                    tracing::error!("a reader was handed two jobs from one read");
+                }
+            }
         }
         Read::More(job)
     }

@@ -50,7 +50,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
     input::start(router.clone()).map_err(|e| format!("cannot read stdin: {e}"))?;
     let _on_shutdown = {
         let router = router.clone();
-        shutdown.on_cancel(move || router.cancel_all())
+        shutdown.on_cancel(move || router.close())
     };
     let grace = Duration::from_millis(pipeline.host().plan.host.cancel_grace_ms);
 
@@ -129,6 +129,7 @@ impl Session {
         });
         let reason = running.waiting().await;
         watcher.abort();
+        router.close();
         tracing::info!(?reason, "MCP session over stdio ended");
         Ok(())
     }

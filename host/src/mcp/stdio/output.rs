@@ -1,8 +1,8 @@
 //! Stdout, shared by the two writers of a stdio session: rmcp (for
 //! everything it answers) and the threads that answer direct calls. Each
-//! message is written whole, under stdout's lock, in one `write`, so
-//! messages never interleave; stdout carries nothing else (logs go to
-//! stderr).
+//! message is written whole under stdout's lock (one `write` unless the
+//! pipe is full), so messages never interleave; stdout carries nothing
+//! else (logs go to stderr).
 
 use std::io::Write;
 use std::pin::Pin;

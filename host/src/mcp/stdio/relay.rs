@@ -6,15 +6,19 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::{channel, Receiver, Sender};
 
 /// Where the readers put rmcp's bytes; dropping every sender ends rmcp's
 /// input.
-pub type RelaySender = UnboundedSender<Vec<u8>>;
+pub type RelaySender = Sender<Vec<u8>>;
+
+/// Chunks (lines, mostly) waiting for rmcp: beyond that, the reader waits,
+/// and stdin with it, as if rmcp read stdin itself.
+const QUEUE: usize = 256;
 
 /// rmcp's input.
 pub struct Relay {
-    rx: UnboundedReceiver<Vec<u8>>,
+    rx: Receiver<Vec<u8>>,
     chunk: Vec<u8>,
     at: usize,
 }
@@ -22,7 +26,7 @@ pub struct Relay {
 impl Relay {
     /// A relay and the sender that feeds it.
     pub fn new() -> (RelaySender, Relay) {
-        let (tx, rx) = unbounded_channel();
+        let (tx, rx) = channel(QUEUE);
         let relay = Relay {
             rx,
             chunk: Vec::new(),
@@ -65,11 +69,10 @@ mod tests {
     #[tokio::test]
     async fn relays_bytes_in_order_then_ends() {
         let (tx, mut relay) = Relay::new();
-        tx.send(b"{\"a\":1}\n".to_vec()).expect("send");
-        tx.send(Vec::new())
-            .expect("an empty chunk is skipped, not an end");
-        tx.send(b"{\"b\"".to_vec()).expect("send");
-        tx.send(b":2}\n".to_vec()).expect("send");
+        for chunk in [&b"{\"a\":1}\n"[..], b"", b"{\"b\"", b":2}\n"] {
+            // An empty chunk is skipped, not taken for the end.
+            tx.send(chunk.to_vec()).await.expect("send");
+        }
         drop(tx);
         let mut all = String::new();
         relay.read_to_string(&mut all).await.expect("read");
