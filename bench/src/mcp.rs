@@ -63,6 +63,11 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         )?;
         cases.push(("read_file", fs_plan, json!({"file_path": "small.txt"})));
     }
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"file_path": "small.txt"}}});
+    if let Err(e) = floor(b, &format!("{request}\n")) {
+        eprintln!("bench mcp: no floor row: {e:#}");
+    }
     for (tool, plan, input) in cases {
         let mut server = match Server::start(&bin, &plan, dir.path()) {
             Ok(server) => server,
@@ -200,27 +205,9 @@ impl Server {
         }
     }
 
-    /// The server's CPU time so far, two ways: the process's user + system
-    /// time (tick-granular, counts exited threads too) and the sum of its
-    /// live threads' `schedstat` run times (nanoseconds).
+    /// The server's CPU time so far.
     fn cpu_time(&self) -> anyhow::Result<CpuTime> {
-        let pid = self.child.id();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-        // Fields after the command name (which may hold spaces) start at
-        // field 3; utime and stime are fields 14 and 15.
-        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
-        let process = Duration::from_secs_f64((ticks(11) + ticks(12)) as f64 / clock_ticks());
-        let mut threads = Duration::ZERO;
-        for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-            let Ok(text) = std::fs::read_to_string(task?.path().join("schedstat")) else {
-                continue; // the thread ended meanwhile
-            };
-            let ns = text.split_whitespace().next().and_then(|n| n.parse::<u64>().ok());
-            threads += Duration::from_nanos(ns.unwrap_or(0));
-        }
-        Ok(CpuTime { process, threads })
+        cpu_of(self.child.id())
     }
 
     /// VmRSS in KiB.
@@ -248,6 +235,72 @@ impl Server {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// A process's CPU time so far, two ways: its user + system time
+/// (tick-granular, counts exited threads too) and the sum of its live
+/// threads' `schedstat` run times (nanoseconds).
+fn cpu_of(pid: u32) -> anyhow::Result<CpuTime> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces) start at
+    // field 3; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let process = Duration::from_secs_f64((ticks(11) + ticks(12)) as f64 / clock_ticks());
+    let mut threads = Duration::ZERO;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Ok(text) = std::fs::read_to_string(task?.path().join("schedstat")) else {
+            continue; // the thread ended meanwhile
+        };
+        let ns = text.split_whitespace().next().and_then(|n| n.parse::<u64>().ok());
+        threads += Duration::from_nanos(ns.unwrap_or(0));
+    }
+    Ok(CpuTime { process, threads })
+}
+
+/// The floor under any stdio server on this machine, measured in the same
+/// run: `cat` echoing the same request lines costs one wake-up, one read
+/// and one write per round trip, and nothing else.
+fn floor(b: &mut Bench, line: &str) -> anyhow::Result<()> {
+    let mut cat = Command::new("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let (Some(mut stdin), Some(stdout)) = (cat.stdin.take(), cat.stdout.take()) else {
+        anyhow::bail!("no pipes to cat");
+    };
+    let mut stdout = BufReader::new(stdout);
+    let mut echoed = String::new();
+    let mut trip = |stdin: &mut ChildStdin| -> anyhow::Result<()> {
+        stdin.write_all(line.as_bytes())?;
+        stdin.flush()?;
+        echoed.clear();
+        anyhow::ensure!(stdout.read_line(&mut echoed)? > 0, "cat closed its stdout");
+        Ok(())
+    };
+    for _ in 0..50 {
+        trip(&mut stdin)?;
+    }
+    let calls = b.n(2000).max(1000);
+    let mut cpu = Vec::new();
+    for _ in 0..if b.quick { 3 } else { 7 } {
+        let before = cpu_of(cat.id())?;
+        for _ in 0..calls {
+            trip(&mut stdin)?;
+        }
+        cpu.push(cpu_of(cat.id())?.since(&before) / calls as u32);
+    }
+    drop(stdin);
+    let _ = cat.wait();
+    b.row(
+        GROUP,
+        "floor: `cat` echoing the same lines, CPU per round trip",
+        Stats::of(cpu),
+        None,
+    );
+    Ok(())
 }
 
 /// A process's CPU time as /proc tells it.
