@@ -48,14 +48,7 @@ pub async fn run(
     let _permit = match &tool.module.limit {
         Some(limit) => match limit.clone().acquire_owned().await {
             Ok(permit) => Some(permit),
-            Err(_) => {
-                return ToolResult::failure(
-                    &id,
-                    Status::Cancelled,
-                    codes::CANCELLED,
-                    "the host is shutting down",
-                )
-            }
+            Err(_) => return shutting_down(&id),
         },
         None => None,
     };
@@ -92,6 +85,17 @@ pub async fn run(
         Ok(joined) => settle(parse(joined, &id), Some(why), &tool, &limits),
         Err(_) => abandoned(&tool, &id, why, &limits),
     }
+}
+
+/// The answer for a call that waited for its module's concurrency cap while
+/// the host shut down.
+pub fn shutting_down(id: &str) -> ToolResult {
+    ToolResult::failure(
+        id,
+        Status::Cancelled,
+        codes::CANCELLED,
+        "the host is shutting down",
+    )
 }
 
 /// Runs the call on this thread, which must be one that may block (never an

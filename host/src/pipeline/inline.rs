@@ -19,7 +19,6 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::runtime::Handle;
 use tokio::sync::OwnedSemaphorePermit;
-use toolhost_core::wire::codes;
 use toolhost_core::{Status, ToolResult};
 
 use super::record::Pending;
@@ -82,15 +81,7 @@ impl Pipeline {
                 Ok(permit) => Some(permit),
                 Err(_) => match runtime.block_on(limit.clone().acquire_owned()) {
                     Ok(permit) => Some(permit),
-                    Err(_) => {
-                        let refusal = ToolResult::failure(
-                            &id,
-                            Status::Cancelled,
-                            codes::CANCELLED,
-                            "the host is shutting down",
-                        );
-                        return answer(self.finish(pending, refusal));
-                    }
+                    Err(_) => return answer(self.finish(pending, execute::shutting_down(&id))),
                 },
             },
         };
