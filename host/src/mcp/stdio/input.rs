@@ -55,6 +55,7 @@ const EVENT_BROKEN: u64 = 3;
 
 /// Starts reading stdin into `handler`.
 pub fn start<H: Lines>(handler: Arc<H>) -> io::Result<()> {
+    // SAFETY: plain system calls that create descriptors.
     let epoll = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
     // SAFETY: a descriptor just created and owned by nobody else.
     let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
@@ -135,6 +136,7 @@ enum Read {
 impl<H: Lines> Readers<H> {
     fn control(&self, op: i32, fd: i32, events: u32, token: u64) -> io::Result<()> {
         let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: a live epoll descriptor and an event that outlives the call.
         cvt(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut event) }).map(drop)
     }
 
@@ -239,6 +241,7 @@ impl<H: Lines> Readers<H> {
     fn finish(&self) {
         self.handler.end();
         let one: u64 = 1;
+        // SAFETY: eight bytes from a live u64, to a live eventfd.
         let wrote = unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
         if wrote != 8 {
             tracing::debug!("cannot stop the stdin readers: {}", io::Error::last_os_error());
@@ -250,6 +253,7 @@ impl<H: Lines> Readers<H> {
     fn read_once(&self) -> Read {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let held = &mut *held;
+        // SAFETY: reads at most the scratch buffer's length into it.
         let n = unsafe { libc::read(STDIN, held.scratch.as_mut_ptr().cast(), held.scratch.len()) };
         let n = match n {
             0 => return self.end_of_input(held),
