@@ -155,15 +155,22 @@ class RawServer:
     """`toolhost serve` on stdio, spoken to with hand-written JSON lines."""
 
     def __init__(self, ws: Workspace, env: dict[str, str] | None = None):
-        self.proc = subprocess.Popen(
-            [str(BIN), *ws.args()],
-            cwd=ws.path,
-            env=server_env(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        # Logs go to a file: a pipe nobody reads would stall a chatty server.
+        self.log = ws.path / f"raw-server-{time.monotonic_ns()}.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [str(BIN), *ws.args()],
+                cwd=ws.path,
+                env=server_env(env),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
         self.next_id = 1
+
+    def stderr(self) -> str:
+        """What the server logged so far."""
+        return self.log.read_text(errors="replace")
 
     def send(self, message: dict) -> None:
         assert self.proc.stdin is not None

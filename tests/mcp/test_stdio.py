@@ -188,8 +188,7 @@ def test_stdout_carries_only_protocol_messages(workspace):
         assert server.proc.stdout is not None
         for line in server.proc.stdout.read().decode().splitlines():
             assert json.loads(line)["jsonrpc"] == "2.0"
-        assert server.proc.stderr is not None
-        assert server.proc.stderr.read(), "logs go to stderr"
+        assert server.stderr(), "logs go to stderr"
     finally:
         server.kill()
 
