@@ -53,17 +53,11 @@ pub async fn run(
         None => None,
     };
     let deadline = Instant::now() + limits.timeout;
-    let ctx = Arc::new(CallContext {
-        cancel: cancel.clone(),
-        deadline: Some(deadline),
-        progress,
-        module: tool.module.name.clone(),
-        call_id: id.clone(),
-    });
-    let call_json = match serde_json::to_string(&request) {
-        Ok(json) => json,
-        Err(e) => return ToolResult::failure(&id, Status::Error, codes::INTERNAL, e.to_string()),
+    let (ctx, call_json) = match crossing(&tool, &request, deadline, &cancel, progress) {
+        Ok(crossing) => crossing,
+        Err(failed) => return failed,
     };
+    let ctx = Arc::new(ctx);
     let mut task = {
         let tool = tool.clone();
         let ctx = ctx.clone();
@@ -108,7 +102,28 @@ pub fn here(
     cancel: &CancelToken,
     progress: Option<ProgressSink>,
 ) -> ToolResult {
+    let (ctx, call_json) = match crossing(tool, request, deadline, cancel, progress) {
+        Ok(crossing) => crossing,
+        Err(failed) => return failed,
+    };
+    let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
+    let joined = catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
+        .map_err(|payload| super::handoff::panic_message(&*payload));
+    parse(joined, &request.tool_call_id)
+}
+
+/// What crosses into the module: the call's context and its request as
+/// JSON text (a request that cannot be encoded is an internal error).
+fn crossing(
+    tool: &MountedTool,
+    request: &CallRequest,
+    deadline: Instant,
+    cancel: &CancelToken,
+    progress: Option<ProgressSink>,
+) -> Result<(CallContext, String), ToolResult> {
     let id = &request.tool_call_id;
+    let call_json = serde_json::to_string(request)
+        .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e.to_string()))?;
     let ctx = CallContext {
         cancel: cancel.clone(),
         deadline: Some(deadline),
@@ -116,14 +131,7 @@ pub fn here(
         module: tool.module.name.clone(),
         call_id: id.clone(),
     };
-    let call_json = match serde_json::to_string(request) {
-        Ok(json) => json,
-        Err(e) => return ToolResult::failure(id, Status::Error, codes::INTERNAL, e.to_string()),
-    };
-    let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
-    let joined = catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
-        .map_err(|payload| super::handoff::panic_message(&*payload));
-    parse(joined, id)
+    Ok((ctx, call_json))
 }
 
 /// The result of a call that returned after it was cancelled for `why`: a
