@@ -12,7 +12,7 @@
 //! earliest deadline it knows, or a minute when it knows none, and is only
 //! woken when a new deadline is earlier than that.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -43,7 +43,7 @@ struct Shared {
 #[derive(Default)]
 struct State {
     /// Entries by when the watchdog must next look at them.
-    queue: BTreeMap<(Instant, u64), u64>,
+    queue: BTreeSet<(Instant, u64)>,
     entries: HashMap<u64, Entry>,
     next_id: u64,
     /// When the thread will wake on its own; `None` before it runs.
@@ -75,7 +75,7 @@ impl Watchdog {
             let mut state = self.lock();
             state.next_id += 1;
             let id = state.next_id;
-            state.queue.insert((deadline, id), id);
+            state.queue.insert((deadline, id));
             state.entries.insert(
                 id,
                 Entry {
@@ -144,7 +144,7 @@ impl Watchdog {
         let (old, new) = (entry.at, Instant::now() + entry.grace);
         entry.at = new;
         state.queue.remove(&(old, id));
-        state.queue.insert((new, id), id);
+        state.queue.insert((new, id));
         self.start_or_wake(&mut state, new);
     }
 
@@ -156,7 +156,7 @@ impl Watchdog {
         loop {
             let now = Instant::now();
             let mut actions = Vec::new();
-            while let Some((&(at, id), _)) = state.queue.first_key_value() {
+            while let Some(&(at, id)) = state.queue.first() {
                 if at > now {
                     break;
                 }
@@ -170,7 +170,7 @@ impl Watchdog {
                         entry.why = Some(Status::Timeout);
                         entry.at = now + entry.grace;
                         let (next, cancel) = (entry.at, entry.cancel.clone());
-                        state.queue.insert((next, id), id);
+                        state.queue.insert((next, id));
                         actions.push(Action::Cancel(cancel));
                     }
                     // The grace period is over and the tool still runs.
@@ -192,10 +192,7 @@ impl Watchdog {
                 state = self.lock();
                 continue;
             }
-            let until = state
-                .queue
-                .first_key_value()
-                .map_or(now + IDLE_NAP, |(&(at, _), _)| at);
+            let until = state.queue.first().map_or(now + IDLE_NAP, |&(at, _)| at);
             state.sleeping_until = Some(until);
             state = match self
                 .shared
