@@ -165,20 +165,10 @@ impl Router {
         calls.len()
     }
 
-    /// A job for `text` when it is a call to run directly.
-    fn direct(&self, text: &[u8]) -> Option<Job> {
-        let peer = self.shared.peer.get()?;
+    /// A job for a `tools/call` request when it may run directly.
+    fn direct(&self, peer: &Peer<RoleServer>, envelope: Envelope<'_>) -> Option<Job> {
         if self.shared.closed.load(Ordering::SeqCst) {
             return None;
-        }
-        let envelope: Envelope<'_> = serde_json::from_slice(text).ok()?;
-        match envelope.method.as_ref() {
-            "tools/call" => {}
-            "notifications/cancelled" => {
-                self.cancelled(envelope.params);
-                return None;
-            }
-            _ => return None,
         }
         let id = envelope.id?;
         let params: CallToolRequestParams = serde_json::from_str(envelope.params?.get()).ok()?;
@@ -319,15 +309,19 @@ impl Drop for Reply {
 
 impl Lines for Router {
     fn line(&self, line: &[u8], last: bool) -> Option<Job> {
-        if last {
-            if let Some(job) = self.direct(trim(line)) {
-                return Some(job);
-            }
-        } else if self.shared.peer.get().is_some() {
-            // Cancellations are honoured wherever they stand in a read.
+        // Before the handshake is over, everything is rmcp's.
+        if let Some(peer) = self.shared.peer.get() {
             if let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(trim(line)) {
-                if envelope.method == "notifications/cancelled" {
-                    self.cancelled(envelope.params);
+                match envelope.method.as_ref() {
+                    // Honoured wherever it stands in a read, and passed on.
+                    "notifications/cancelled" => self.cancelled(envelope.params),
+                    // Only the last line of a read may hold its reader.
+                    "tools/call" if last => {
+                        if let Some(job) = self.direct(peer, envelope) {
+                            return Some(job);
+                        }
+                    }
+                    _ => {}
                 }
             }
         }
