@@ -66,13 +66,8 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
                 }
             };
             let transport = AsyncRwTransport::new_server(relay, RmcpOutput(output));
-            let session = Session {
-                pipeline,
-                shutdown,
-                gone,
-                router: router.clone(),
-            };
-            let served = runtime.block_on(session.run(transport));
+            let server = ToolhostServer::new(pipeline, gone.clone());
+            let served = runtime.block_on(session(server, transport, shutdown, gone, &router));
             // Tools that ignored cancellation must not hold the exit.
             runtime.shutdown_background();
             // Direct calls were cancelled with the session; let them answer
@@ -91,46 +86,34 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
         .unwrap_or_else(|_| Err("the MCP session ended abnormally".into()))
 }
 
-/// One stdio session as rmcp runs it.
-struct Session {
-    pipeline: Arc<Pipeline>,
+/// One stdio session as rmcp runs it; direct calls start once it is
+/// initialized and are closed when it ends.
+async fn session(
+    server: ToolhostServer,
+    transport: AsyncRwTransport<rmcp::RoleServer, Relay, RmcpOutput>,
     shutdown: CancelToken,
     gone: CancelToken,
-    router: Arc<Router>,
-}
-
-impl Session {
-    async fn run(
-        self,
-        transport: AsyncRwTransport<rmcp::RoleServer, Relay, RmcpOutput>,
-    ) -> Result<(), String> {
-        let Session {
-            pipeline,
-            shutdown,
-            gone,
-            router,
-        } = self;
-        let server = ToolhostServer::new(pipeline, gone.clone());
-        let running = tokio::select! {
-            running = server.serve(transport) => match running {
-                Ok(running) => running,
-                // A client that leaves before initializing is not a failure.
-                Err(_) if gone.is_cancelled() => return Ok(()),
-                Err(e) => return Err(format!("the MCP session did not start: {e}")),
-            },
-            _ = shutdown.cancelled() => return Ok(()),
-        };
-        router.start_direct_calls(running.peer().clone());
-        let stop = running.cancellation_token();
-        let watcher = tokio::spawn(async move {
-            shutdown.cancelled().await;
-            gone.cancel();
-            stop.cancel();
-        });
-        let reason = running.waiting().await;
-        watcher.abort();
-        router.close();
-        tracing::info!(?reason, "MCP session over stdio ended");
-        Ok(())
-    }
+    router: &Router,
+) -> Result<(), String> {
+    let running = tokio::select! {
+        running = server.serve(transport) => match running {
+            Ok(running) => running,
+            // A client that leaves before initializing is not a failure.
+            Err(_) if gone.is_cancelled() => return Ok(()),
+            Err(e) => return Err(format!("the MCP session did not start: {e}")),
+        },
+        _ = shutdown.cancelled() => return Ok(()),
+    };
+    router.start_direct_calls(running.peer().clone());
+    let stop = running.cancellation_token();
+    let watcher = tokio::spawn(async move {
+        shutdown.cancelled().await;
+        gone.cancel();
+        stop.cancel();
+    });
+    let reason = running.waiting().await;
+    watcher.abort();
+    router.close();
+    tracing::info!(?reason, "MCP session over stdio ended");
+    Ok(())
 }
