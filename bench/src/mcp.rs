@@ -95,20 +95,8 @@ fn per_call(b: &mut Bench, server: &mut Server, tool: &str, input: &Value) -> an
             "{tool} failed: {response}"
         );
     }
-    // Enough calls per round that tick-granular CPU times stay meaningful.
-    let calls = b.n(2000).max(1000);
-    let rounds = if b.quick { 3 } else { 7 };
-    let mut cpu = Vec::new();
-    let mut trips = Vec::new();
-    for _ in 0..rounds {
-        let before = server.cpu_time()?;
-        let started = Instant::now();
-        for _ in 0..calls {
-            server.request("tools/call", params.clone())?;
-        }
-        trips.push(started.elapsed() / calls as u32);
-        cpu.push(server.cpu_time()?.since(&before) / calls as u32);
-    }
+    let pid = server.child.id();
+    let (cpu, trips) = rounds(b, pid, || server.request("tools/call", params.clone()).map(drop))?;
     b.row(
         GROUP,
         format!("tools/call {tool}: client round trip"),
@@ -205,11 +193,6 @@ impl Server {
         }
     }
 
-    /// The server's CPU time so far.
-    fn cpu_time(&self) -> anyhow::Result<CpuTime> {
-        cpu_of(self.child.id())
-    }
-
     /// VmRSS in KiB.
     fn rss_kib(&self) -> anyhow::Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
@@ -283,15 +266,7 @@ fn floor(b: &mut Bench, line: &str) -> anyhow::Result<()> {
     for _ in 0..50 {
         trip(&mut stdin)?;
     }
-    let calls = b.n(2000).max(1000);
-    let mut cpu = Vec::new();
-    for _ in 0..if b.quick { 3 } else { 7 } {
-        let before = cpu_of(cat.id())?;
-        for _ in 0..calls {
-            trip(&mut stdin)?;
-        }
-        cpu.push(cpu_of(cat.id())?.since(&before) / calls as u32);
-    }
+    let (cpu, _) = rounds(b, cat.id(), || trip(&mut stdin))?;
     drop(stdin);
     let _ = cat.wait();
     b.row(
@@ -301,6 +276,28 @@ fn floor(b: &mut Bench, line: &str) -> anyhow::Result<()> {
         None,
     );
     Ok(())
+}
+
+/// Times `trip` in rounds: per round, the CPU process `pid` used per trip
+/// and the wall time per trip. Rounds are long enough that tick-granular
+/// CPU times stay meaningful.
+fn rounds(
+    b: &Bench,
+    pid: u32,
+    mut trip: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let calls = b.n(2000).max(1000);
+    let (mut cpu, mut wall) = (Vec::new(), Vec::new());
+    for _ in 0..if b.quick { 3 } else { 7 } {
+        let before = cpu_of(pid)?;
+        let started = Instant::now();
+        for _ in 0..calls {
+            trip()?;
+        }
+        wall.push(started.elapsed() / calls as u32);
+        cpu.push(cpu_of(pid)?.since(&before) / calls as u32);
+    }
+    Ok((cpu, wall))
 }
 
 /// A process's CPU time as /proc tells it.
