@@ -25,4 +25,5 @@ pub mod mcp;
 pub mod pipeline;
 pub mod plan;
 pub mod registry;
+pub mod term;
 pub mod tool;

@@ -14,12 +14,14 @@ pub enum LogFormat {
 
 /// Installs the stderr subscriber, filtered by `RUST_LOG` (default
 /// `default_level`: `warn` for most commands, `info` for `check`, whose job
-/// is to say what each module did while mounting).
+/// is to say what each module did while mounting). Colour only when stderr
+/// is a terminal and `NO_COLOR` is unset (see [`crate::term`]).
 pub fn init(format: LogFormat, default_level: &str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(crate::term::colour_stderr())
         .with_target(true);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
