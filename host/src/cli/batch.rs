@@ -1,4 +1,5 @@
-//! `toolhost batch FILE|-`: JSONL calls in, JSONL results out, in order.
+//! `toolhost batch FILE|-`: JSONL calls in, JSONL results out, in order
+//! (on a terminal without `--json`: each result's text and status line).
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -9,7 +10,7 @@ use toolhost_core::wire::codes;
 use toolhost_core::{Status, ToolResult};
 
 use super::approve::{terminal_approver, ApprovalArgs};
-use super::{print_stdout, EXIT_FAILED, EXIT_USAGE};
+use super::{human, output, EXIT_FAILED, EXIT_USAGE};
 use crate::cancel::CancelToken;
 use crate::host::Host;
 use crate::pipeline::{BatchItem, Call, Pipeline};
@@ -18,6 +19,9 @@ use crate::pipeline::{BatchItem, Call, Pipeline};
 pub(super) struct BatchArgs {
     /// JSONL file of calls, or `-` for stdin.
     file: PathBuf,
+    /// Print JSONL even on a terminal (off a terminal, JSONL is all there is).
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     approval: ApprovalArgs,
 }
@@ -41,6 +45,8 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
     // A malformed line becomes that line's validation error; the rest run.
     let approver = terminal_approver(!from_stdin);
     let mut calls = Vec::new();
+    // Each result's label for people, in input (= output) order.
+    let mut labels = Vec::new();
     let mut malformed: Vec<(usize, ToolResult)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -48,22 +54,26 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
         }
         match serde_json::from_str::<BatchItem>(line) {
             Ok(item) => {
+                labels.push(item.name.clone());
                 let mut call: Call = item.into();
                 call.approver = approver.clone();
                 calls.push(call);
             }
-            Err(e) => malformed.push((
-                calls.len() + malformed.len(),
-                ToolResult::failure(
-                    format!("line-{}", n + 1),
-                    Status::ValidationError,
-                    codes::INVALID_INPUT,
-                    format!(
-                        "line {} is not a batch call ({{\"name\", \"input\"}}): {e}",
-                        n + 1
+            Err(e) => {
+                labels.push(format!("line {}", n + 1));
+                malformed.push((
+                    calls.len() + malformed.len(),
+                    ToolResult::failure(
+                        format!("line-{}", n + 1),
+                        Status::ValidationError,
+                        codes::INVALID_INPUT,
+                        format!(
+                            "line {} is not a batch call ({{\"name\", \"input\"}}): {e}",
+                            n + 1
+                        ),
                     ),
-                ),
-            )),
+                ))
+            }
         }
     }
 
@@ -84,10 +94,33 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
     for (position, result) in malformed {
         results.insert(position.min(results.len()), result);
     }
+    let human = std::io::stdout().is_terminal() && !args.json;
+    let colour = crate::term::colour_stdout();
+    let total = results.len();
     let mut all_ok = true;
-    for result in &results {
+    for (i, result) in results.iter().enumerate() {
         all_ok &= result.success;
-        print_stdout(&serde_json::to_string(result).unwrap_or_default());
+        let text = if human {
+            let label = format!(
+                "[{}/{total}] {}",
+                i + 1,
+                labels.get(i).map_or("?", String::as_str)
+            );
+            human::result_block(&label, result, colour)
+        } else {
+            serde_json::to_string(result).unwrap_or_default()
+        };
+        // A result that cannot be written is lost: stop and say so.
+        if let Err(e) = output::write_line(&text) {
+            return output::lost(&e);
+        }
+    }
+    if human {
+        let failed = results.iter().filter(|r| !r.success).count();
+        let summary = format!("{total} call(s): {} succeeded, {failed} failed", total - failed);
+        if let Err(e) = output::write_line(&summary) {
+            return output::lost(&e);
+        }
     }
     if all_ok {
         ExitCode::SUCCESS

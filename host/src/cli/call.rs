@@ -1,4 +1,6 @@
-//! `toolhost call TOOL [JSON|-]`: one call through the pipeline.
+//! `toolhost call TOOL [JSON|-]`: one call through the pipeline. The
+//! ToolResult JSON goes to stdout (indented on a terminal with `--json`);
+//! a terminal without `--json` gets the tool's text and a status line.
 
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
@@ -7,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::approve::{terminal_approver, ApprovalArgs};
-use super::{print_stdout, EXIT_FAILED, EXIT_USAGE};
+use super::{human, output, EXIT_FAILED, EXIT_USAGE};
 use crate::cancel::CancelToken;
 use crate::host::Host;
 use crate::pipeline::{Call, Pipeline};
@@ -24,6 +26,10 @@ pub(super) struct CallArgs {
     /// Run a side-effecting call at most once for this key (replayed after).
     #[arg(long, value_name = "KEY")]
     idempotency_key: Option<String>,
+    /// Print the ToolResult JSON even on a terminal (off a terminal, JSON
+    /// is all there is).
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     approval: ApprovalArgs,
 }
@@ -50,6 +56,7 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
     };
     let stdin_free = args.input.as_deref() != Some("-");
     let pipeline = Pipeline::new(host, shutdown).with_pre_approved(args.approval.pre_approved());
+    let label = args.tool.clone();
     let result = pipeline
         .call(Call {
             name: args.tool,
@@ -60,12 +67,17 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
             ..Call::default()
         })
         .await;
-    let json = if std::io::stdout().is_terminal() {
-        serde_json::to_string_pretty(&result)
+    let on_terminal = std::io::stdout().is_terminal();
+    let text = if on_terminal && !args.json {
+        human::result_block(&label, &result, crate::term::colour_stdout())
+    } else if on_terminal {
+        serde_json::to_string_pretty(&result).unwrap_or_default()
     } else {
-        serde_json::to_string(&result)
+        serde_json::to_string(&result).unwrap_or_default()
     };
-    print_stdout(&json.unwrap_or_default());
+    if let Err(e) = output::write_line(&text) {
+        return output::lost(&e);
+    }
     if result.success {
         ExitCode::SUCCESS
     } else {

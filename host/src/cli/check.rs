@@ -4,13 +4,22 @@ use std::process::ExitCode;
 
 use super::{print_stdout, EXIT_FAILED};
 use crate::host::Host;
-use crate::plan::Plan;
+use crate::plan::{Origin, Plan};
 
-pub(super) fn run(plan: Plan) -> ExitCode {
-    let file = plan.file.display().to_string();
+pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
+    let file = match origin {
+        Origin::BuiltIn => "built-in default plan (mount-plans/default.toml)".to_string(),
+        _ => plan.file.display().to_string(),
+    };
+    let why = origin.why();
+    let module_path = std::env::join_paths(&plan.module_path)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let working_dir = plan.working_dir.display().to_string();
     let (host, reports) = Host::load(plan, true);
-    print_stdout(&format!("plan: {file}\nworking_dir: {working_dir}"));
+    print_stdout(&format!(
+        "plan: {file}\nwhy: {why}\nworking_dir: {working_dir}\nmodule_path: {module_path}"
+    ));
     let mut failed = 0;
     for report in &reports {
         match (&report.error, &report.loaded) {

@@ -1,10 +1,12 @@
-//! `toolhost list [--json]`.
+//! `toolhost list [--json]`: a table with a header on a terminal, the
+//! same columns without it through a pipe, or JSON.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::print_stdout;
+use super::{human, print_stdout};
 use crate::host::Host;
 
 pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
@@ -24,6 +26,24 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
             })
             .collect();
         print_stdout(&serde_json::to_string_pretty(&items).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    if std::io::stdout().is_terminal() {
+        let rows: Vec<Vec<String>> = tools
+            .iter()
+            .map(|t| {
+                vec![
+                    t.spec.name.clone(),
+                    t.spec.effect.as_str().to_string(),
+                    t.module.name.to_string(),
+                    summary(&t.spec.description),
+                ]
+            })
+            .collect();
+        let header = ["TOOL", "EFFECT", "MODULE", "SUMMARY"];
+        for line in human::table(&header, &rows, crate::term::colour_stdout()) {
+            print_stdout(&line);
+        }
         return ExitCode::SUCCESS;
     }
     let width = tools.iter().map(|t| t.spec.name.len()).max().unwrap_or(4);

@@ -8,7 +8,10 @@ mod batch;
 mod call;
 mod check;
 mod describe;
+mod human;
+mod init;
 mod list;
+mod output;
 mod serve;
 
 use std::path::PathBuf;
@@ -21,13 +24,14 @@ use clap::{Parser, Subcommand};
 use crate::cancel::CancelToken;
 use crate::host::Host;
 use crate::logging::{self, LogFormat};
-use crate::plan::Plan;
 
 /// Loads tool modules from a mount plan and runs their tools.
 #[derive(Parser, Debug)]
 #[command(name = "toolhost", version, about, max_term_width = 100)]
 pub struct Cli {
-    /// Mount plan [default: $TOOLHOST_PLAN, then mount-plans/default.toml]
+    /// Mount plan [default: $TOOLHOST_PLAN, then ./toolhost.toml or the
+    /// nearest in a parent folder, then ~/.config/toolhost/plan.toml, then
+    /// the built-in default plan]
     #[arg(long, global = true, value_name = "FILE")]
     pub plan: Option<PathBuf>,
 
@@ -61,6 +65,8 @@ enum Command {
     Batch(batch::BatchArgs),
     /// Serve the plan's tools over MCP (stdio, or streamable HTTP).
     Serve(serve::ServeArgs),
+    /// Write a commented toolhost.toml for this folder from a ready plan.
+    Init(init::InitArgs),
 }
 
 /// Exit code: the tool call failed.
@@ -92,8 +98,11 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> ExitCode {
-    let plan = match load_plan(cli.plan.as_deref()) {
-        Ok(plan) => plan,
+    if let Command::Init(args) = &cli.command {
+        return init::run(args);
+    }
+    let (plan, origin) = match crate::plan::discover(cli.plan.as_deref()) {
+        Ok(found) => (found.plan, found.origin),
         Err(message) => {
             eprintln!("error: {message}");
             return ExitCode::from(match cli.command {
@@ -103,7 +112,7 @@ async fn run(cli: Cli) -> ExitCode {
         }
     };
     if let Command::Check = cli.command {
-        return check::run(plan);
+        return check::run(plan, &origin);
     }
     let host = match Host::open(plan) {
         Ok(host) => Arc::new(host),
@@ -117,7 +126,7 @@ async fn run(cli: Cli) -> ExitCode {
     watch_signals(shutdown.clone(), signal.clone());
 
     let code = match cli.command {
-        Command::Check => unreachable_check(),
+        Command::Check | Command::Init(_) => unreachable_check(),
         Command::List { json } => list::run(&host, json),
         Command::Describe { tool } => describe::run(&host, &tool),
         Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,
@@ -133,16 +142,6 @@ async fn run(cli: Cli) -> ExitCode {
 
 fn unreachable_check() -> ExitCode {
     ExitCode::from(EXIT_USAGE)
-}
-
-/// `--plan`, else `$TOOLHOST_PLAN`, else `mount-plans/default.toml`.
-fn load_plan(flag: Option<&std::path::Path>) -> Result<Plan, String> {
-    let path = match (flag, std::env::var_os("TOOLHOST_PLAN")) {
-        (Some(p), _) => p.to_path_buf(),
-        (None, Some(p)) if !p.is_empty() => PathBuf::from(p),
-        _ => PathBuf::from("mount-plans/default.toml"),
-    };
-    Plan::load(&path).map_err(|e| e.to_string())
 }
 
 /// On SIGINT or SIGTERM: cancel the calls in flight (their results still

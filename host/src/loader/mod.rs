@@ -3,7 +3,7 @@
 
 mod coordinator;
 mod library;
-mod locate;
+pub(crate) mod locate;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -4,13 +4,17 @@
 //! Every key the host does not know is an error with file, line and column;
 //! relative paths resolve against the plan file's folder.
 
+mod discover;
 mod env_expand;
+mod ready;
 mod schema;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub use discover::{discover, user_plan_file, Discovered, Origin, BUILT_IN_NAME, PROJECT_FILE};
+pub use ready::{ready_plan, READY_PLANS};
 pub use schema::{
     Decision, HookEntry, HookEvent, HookFailure, HostSection, PolicySection, ToolRule, ToolsEntry,
 };
@@ -24,7 +28,9 @@ pub struct Plan {
     pub host: HostSection,
     /// The `working_dir` tools resolve relative paths against (absolute).
     pub working_dir: PathBuf,
-    /// Folders searched for modules, TOOLHOST_MODULE_PATH entries first.
+    /// Folders searched for modules, TOOLHOST_MODULE_PATH entries first;
+    /// with no `host.module_path`, the binary's folder and
+    /// `<exe dir>/../lib/toolhost` last.
     pub module_path: Vec<PathBuf>,
     /// Modules to mount, in order, with configs expanded to JSON.
     pub tools: Vec<ModuleEntry>,
@@ -166,6 +172,9 @@ impl Plan {
             .unwrap_or_default();
         for dir in &raw.host.module_path {
             module_path.push(resolve(dir)?);
+        }
+        if raw.host.module_path.is_empty() {
+            module_path.extend(crate::loader::locate::beside_exe());
         }
 
         let mut tools = Vec::with_capacity(raw.tools.len());

@@ -217,3 +217,26 @@ impl Drop for InProcess {
         self.host.shutdown();
     }
 }
+
+/// The ready plans in `mount-plans/`, by template name (file stem).
+pub fn ready_plan_names() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mount-plans");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("mount-plans/")
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            if path.extension()? != "toml" {
+                return None;
+            }
+            Some(path.file_stem()?.to_string_lossy().into_owned())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// The text of `mount-plans/<name>.toml`.
+pub fn ready_plan_text(name: &str) -> String {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../mount-plans/{name}.toml"));
+    std::fs::read_to_string(file).expect("ready plan")
+}

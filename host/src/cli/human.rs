@@ -1,0 +1,105 @@
+//! Output for a person at a terminal: the tool's text and a one-line
+//! status instead of JSON, and an aligned table for `list`.
+//!
+//! Used only when stdout is a terminal and `--json` was not given; a pipe,
+//! a file or `--json` gets the JSON exactly as before, so scripts never see
+//! this format. Colour only when [`crate::term::colour_stdout`] allows it.
+
+use serde_json::Value;
+use toolhost_core::ToolResult;
+
+const GREEN: &str = "\x1b[32m";
+const RED: &str = "\x1b[31m";
+const BOLD: &str = "\x1b[1m";
+const DIM: &str = "\x1b[2m";
+const RESET: &str = "\x1b[0m";
+
+/// Wraps `text` in an SGR colour when `colour` is on.
+fn paint(text: &str, sgr: &str, colour: bool) -> String {
+    if colour {
+        format!("{sgr}{text}{RESET}")
+    } else {
+        text.to_string()
+    }
+}
+
+/// The tool's output as a person reads it: a string as is, nothing for
+/// null, anything else as indented JSON (the same text MCP clients get).
+pub(super) fn output_text(output: &Value) -> Option<String> {
+    match output {
+        Value::Null => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::String(s) => Some(s.trim_end_matches('\n').to_string()),
+        other => serde_json::to_string_pretty(other).ok(),
+    }
+}
+
+/// `✓ read_file: success (1.2 ms)` or `✗ bash: timeout [timeout]: message (…)`.
+pub(super) fn status_line(label: &str, result: &ToolResult, colour: bool) -> String {
+    let ms = format!("({:.1} ms)", result.metadata.duration_ms);
+    let mut line = if result.success {
+        format!(
+            "{} {label}: {}",
+            paint("✓", GREEN, colour),
+            result.status.as_str()
+        )
+    } else {
+        let mut s = format!(
+            "{} {label}: {}",
+            paint("✗", RED, colour),
+            paint(result.status.as_str(), RED, colour)
+        );
+        if let Some(error) = &result.error {
+            s.push_str(&format!(" [{}]", error.code));
+            if !error.message.is_empty() {
+                s.push_str(": ");
+                s.push_str(error.message.lines().next().unwrap_or_default());
+            }
+        }
+        s
+    };
+    if let Some(cut) = &result.metadata.truncated {
+        line.push_str(&format!(
+            " (output cut from {} to {} bytes)",
+            cut.original_bytes, cut.kept_bytes
+        ));
+    }
+    line.push(' ');
+    line.push_str(&paint(&ms, DIM, colour));
+    line
+}
+
+/// A result for a person: its text, then its status line.
+pub(super) fn result_block(label: &str, result: &ToolResult, colour: bool) -> String {
+    match output_text(&result.output) {
+        Some(text) => format!("{text}\n{}", status_line(label, result, colour)),
+        None => status_line(label, result, colour),
+    }
+}
+
+/// Rows under a header, each column padded to its widest cell; the last
+/// column is never padded.
+pub(super) fn table(header: &[&str], rows: &[Vec<String>], colour: bool) -> Vec<String> {
+    let columns = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(columns) {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+            }
+        }
+        out
+    };
+    let mut lines = vec![paint(&line(header.to_vec()), BOLD, colour)];
+    lines.extend(rows.iter().map(|r| line(r.iter().map(String::as_str).collect())));
+    lines
+}
