@@ -5,7 +5,9 @@
 //! - `bench`: build in release and print the benchmark table.
 //! - `validate-module`: check a module library (or crate) in child processes.
 //! - `new-module`: scaffold a standalone module crate.
+//! - `dist`, `install`: the installable tree (binary, modules, plans).
 
+mod dist;
 mod scaffold;
 mod tasks;
 mod validate;
@@ -76,6 +78,24 @@ enum Task {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Build toolhost and its modules and pack them as a tarball
+    /// (bin/, lib/toolhost/, share/toolhost/mount-plans/, share/doc/toolhost/).
+    Dist {
+        #[command(flatten)]
+        build: dist::Build,
+        /// Where to write the tarball (default: target/dist).
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+    },
+    /// Build toolhost and its modules and install them under a prefix.
+    Install {
+        #[command(flatten)]
+        build: dist::Build,
+        /// Where to install (default: ~/.local): PREFIX/bin/toolhost,
+        /// PREFIX/lib/toolhost/*.so, PREFIX/share/toolhost/…
+        #[arg(long)]
+        prefix: Option<PathBuf>,
+    },
     /// Internal: runs one group of validate-module checks in this process.
     #[command(name = "__validate-worker", hide = true)]
     ValidateWorker {
@@ -121,6 +141,8 @@ fn main() -> ExitCode {
             };
         }
         Task::NewModule { name, dir } => scaffold::new_module(&name, dir.as_deref()),
+        Task::Dist { build, out_dir } => dist::dist(&build, out_dir.as_deref()).map(|_| ()),
+        Task::Install { build, prefix } => dist::install(&build, prefix.as_deref()),
         Task::ValidateWorker { job } => return validate::worker::main(&job),
     };
     match outcome {
