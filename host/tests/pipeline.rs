@@ -441,7 +441,7 @@ fn a_terminal_user_is_asked_and_the_answer_counts() {
     let env = Env::new(&fixture_plan("[policy.tools.echo]\ndecision = \"ask\"\n"));
     let run = |answer: &str| {
         let cmd = format!(
-            "{} --plan {} call echo '{{\"message\":\"hi\"}}'",
+            "{} --plan {} call --json echo '{{\"message\":\"hi\"}}'",
             env!("CARGO_BIN_EXE_toolhost"),
             env.plan.display()
         );
