@@ -76,8 +76,13 @@ fn installed_toolhost_works_from_any_folder() {
     assert!(stdout.contains("plan: built-in default plan"), "{stdout}");
     let lib = prefix.join("lib/toolhost");
     for module in ["filesystem", "bash", "web"] {
-        let want = format!("ok    {module} 0.1.0 ({}/libtoolhost_{module}.so)", lib.display());
-        assert!(stdout.contains(&want), "no '{want}' in:\n{stdout}");
+        let from = format!("({}/libtoolhost_{module}.so)", lib.display());
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("ok    {module} ")) && l.contains(&from)),
+            "{module} not mounted from {from}:\n{stdout}"
+        );
     }
 
     // list and a call, in that folder.
@@ -129,7 +134,11 @@ fn dist_packs_the_same_tree() {
         .unwrap()
         .trim_end_matches(".tar.gz")
         .to_string();
-    assert!(name.starts_with("toolhost-0.1.0-"), "{name}");
+    let platform = format!("-{}-{}", std::env::consts::ARCH, std::env::consts::OS);
+    assert!(
+        name.starts_with("toolhost-") && name.ends_with(&platform),
+        "{name}"
+    );
 
     // Unpack it and run the binary from the unpacked tree.
     let unpacked = tmp.path().join("unpacked");
