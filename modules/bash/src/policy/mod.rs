@@ -2,10 +2,13 @@
 //! real parse of the command (see [`parse`]).
 //!
 //! This is a policy, not a sandbox: it reads what the command says before it
-//! runs. A script file, an interpreter (`python -c`), or a program that runs
-//! other programs on its own can still do anything the user can. Anything the
-//! policy cannot read (a parse error, a command name computed at run time, a
-//! shell fed from stdin) is refused rather than allowed.
+//! runs. It follows shells, `eval`, wrappers (read with their own option
+//! tables, [`getopt`]) and executing builtins; anything it cannot read (a
+//! parse error, a name or option computed at run time, a shell fed from
+//! stdin or a file, arithmetic on a value not known to be a number, see
+//! [`values`]) is refused rather than allowed. Interpreters (`python -c`),
+//! copies of a binary and programs that run others on their own are beyond
+//! any name-based rule; the sandbox contains those.
 
 pub mod arith;
 pub mod builtins;
