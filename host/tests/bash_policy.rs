@@ -54,6 +54,7 @@ const BYPASSES: &[&str] = &[
     "x='a[$(touch {f})]'; [[ $x -eq 1 ]]",
     "x='a[$(touch {f})]'; s=abc; echo ${s:x}",
     "x=$(printf 'a[\\x24(touch {f})]'); : $((x))",
+    "x=1; env 'x=a[$(touch {f})]' bash -c ': $((x))'",
     "r='a[$(touch {f})]'; echo ${!r}",
     "x='$(touch {f})'; echo ${x@P}",
     "printf -v 'a[$(touch {f})]' %s 1",

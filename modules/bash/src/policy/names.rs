@@ -13,10 +13,14 @@ pub fn operands(words: &[Arg], values: &mut Values) -> Result<(), Refusal> {
         return Ok(());
     };
     let args = &words[1..];
-    // `env PS4=… cmd`, `sudo BASH_ENV=… cmd`.
-    for w in args.iter().filter_map(Arg::lit) {
-        if let Some(var) = assignment_name(w) {
-            code_var(var)?;
+    // `env PS4=… cmd`, `sudo BASH_ENV=… cmd`, `env x='a[$(…)]' bash -c …`:
+    // a `NAME=value` argument may set NAME for what the command runs.
+    for a in args {
+        let word = a.display();
+        if let Some(var) = assignment_name(word) {
+            let value = word.split_once('=').map_or("", |(_, v)| v);
+            let value = if a.lit().is_some() { value } else { "$dynamic" };
+            values.assign(var, None, value)?;
         }
     }
     match base(name) {
