@@ -62,6 +62,8 @@ const BYPASSES: &[&str] = &[
     "declare 'a[$(touch {f})]=1'",
     "test -v 'a[$(touch {f})]'",
     "PS4='$(touch {f})'; set -x; :",
+    "v=PS4; declare -n r=$v; r='$(touch {f})'; set -x; :",
+    "declare -n r; r=PS4; r='$(touch {f})'; set -x; :",
 ];
 
 fn host(dir: &Path, config: &str) -> InProcess {
@@ -109,6 +111,8 @@ fn an_allow_list_runs_only_listed_commands() {
     for (i, template) in [
         "x='a[$(touch {f})]'; echo $((x))",
         "PS4='$(touch {f})'; set -x; :",
+        "v=PS4; declare -n r=$v; r='$(touch {f})'; set -x; :",
+        "declare -n r; r=PS4; r='$(touch {f})'; set -x; :",
         "read 'a[$(touch {f})]' <<< 1",
         "eval 'ls {f}'",
         "command ls",

@@ -56,6 +56,10 @@ pub fn inner(name: &str, args: &[Arg]) -> Option<Vec<Inner>> {
             "`{name} -C` runs a callback with the lines it reads spliced into it, which the command policy \
              cannot check; read the lines, then run the command"
         )),
+        "fc" => Err(
+            "`fc` runs commands from the shell's history, which the command policy cannot see; run them directly"
+                .to_string(),
+        ),
         "trap" => trap(args),
         "compgen" | "complete" => Ok(dash_big_c(args)),
         "alias" => Ok(alias(args)),

@@ -58,6 +58,7 @@ fn builtins_that_execute() {
             "compgen -C 'rm x' w",
             "coproc rm x",
             "alias l='rm x'",
+            "set -o history; history -s 'rm x'; fc -s",
         ],
     );
 }
@@ -208,6 +209,9 @@ fn arithmetic_and_evaluated_names() {
             "f() { echo $(( $1 + 1 )); }; f 'a[$(rm x)]'",
             "echo ${x:='a[$(rm y)]'} $((x))",
             "declare -n r=x; x=1; r='a[$(rm y)]'; echo $((x))",
+            "v=PS4; declare -n r=$v; r='$(rm y)'; set -x; :",
+            "declare -n r; r=PS4; r='$(rm y)'; set -x; :",
+            "local -n r=\"$1\"",
             "r='a[$(rm y)]'; echo ${!r}",
             "x='$(rm y)'; echo ${x@P}",
             "printf -v 'a[$(rm y)]' %s 1",

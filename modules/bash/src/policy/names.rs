@@ -98,6 +98,7 @@ fn options_then_names(
 /// `declare [-aAfFgiIlnrtux] [-p] [name[=value] …]`.
 fn declare(builtin: &str, args: &[Arg], values: &mut Values) -> Result<(), Refusal> {
     let mut integer = false;
+    let mut nameref = false;
     let mut options = true;
     for a in args {
         match a.lit() {
@@ -105,6 +106,9 @@ fn declare(builtin: &str, args: &[Arg], values: &mut Values) -> Result<(), Refus
             Some(w) if options && (w.starts_with('-') || w.starts_with('+')) && w.len() > 1 => {
                 if w.starts_with('-') && w.contains('i') {
                     integer = true;
+                }
+                if w.starts_with('-') && w.contains('n') {
+                    nameref = true;
                 }
                 // `-f` names functions, not variables.
                 if w.contains('f') || w.contains('F') {
@@ -128,6 +132,9 @@ fn declare(builtin: &str, args: &[Arg], values: &mut Values) -> Result<(), Refus
                 if integer {
                     values.integer(var);
                 }
+                if nameref {
+                    values.nameref(var);
+                }
             }
             None => {
                 // An assignment whose value is computed (`local x="$1"`) is
@@ -138,6 +145,9 @@ fn declare(builtin: &str, args: &[Arg], values: &mut Values) -> Result<(), Refus
                         code_var(var)?;
                         if integer {
                             values.integer(var);
+                        }
+                        if nameref {
+                            values.nameref(var);
                         }
                     }
                     None => values.name_operand(builtin, a)?,

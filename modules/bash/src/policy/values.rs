@@ -58,6 +58,9 @@ pub struct Values {
     integer: BTreeSet<String>,
     /// Every value assigned, as written, by variable (for `declare -i`).
     raw: Vec<(String, String)>,
+    /// Variables declared as namerefs (`declare -n r`): their value names
+    /// the variable they write.
+    namerefs: BTreeSet<String>,
 }
 
 /// Why a command was refused.
@@ -87,6 +90,8 @@ impl Values {
             self.arith.push(index.to_string());
         }
         let unquoted = value.trim_matches(['"', '\'']);
+        // `declare -n r=PS4` (or `r=PS4` once `r` is a nameref) makes `r` write PS4.
+        code_var(unquoted)?;
         *self.numeric.entry(name.to_string()).or_insert(true) &= unquoted.is_empty() || is_int(unquoted);
         // `declare -n ref=x`: writing `ref` writes `x`.
         if unquoted
@@ -139,6 +144,11 @@ impl Values {
         Ok(name.to_string())
     }
 
+    /// `declare -n NAME`: NAME's value is the name of the variable it writes.
+    pub fn nameref(&mut self, name: &str) {
+        self.namerefs.insert(name.to_string());
+    }
+
     /// `declare -i NAME`: every value given to NAME is evaluated.
     pub fn integer(&mut self, name: &str) {
         self.integer.insert(name.to_string());
@@ -150,6 +160,16 @@ impl Values {
 
     /// Checks every arithmetic expression once the whole command is read.
     pub fn check(mut self) -> Result<(), Refusal> {
+        for (name, value) in &self.raw {
+            let target = value.trim_matches(['"', '\'']);
+            let literal = target.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if self.namerefs.contains(name) && !literal {
+                return Err(format!(
+                    "the nameref `{name}` is given `{value}`, a variable name the command policy cannot read; \
+                     a nameref to `PS4` or to `a[$(…)]` would run a command. Name the variable literally"
+                ));
+            }
+        }
         for (name, value) in &self.raw {
             if self.integer.contains(name) {
                 self.arith.push(value.clone());
