@@ -327,3 +327,29 @@ fn everyday_commands_still_pass() {
     .collect();
     assert!(refused.is_empty(), "refused: {refused:#?}");
 }
+
+/// Any text at all gets an answer, never a panic: the policy reads input
+/// the model wrote.
+#[test]
+fn any_text_gets_an_answer() {
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let cases = if std::env::var("TOOLHOST_LONG_TESTS").as_deref() == Ok("1") {
+        20_000
+    } else {
+        2_000
+    };
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[20; 32]));
+    let policy = deny_rm();
+    let text = "[a-z0-9 $(){}\\[\\]'\"`;|&<>=#!*?~@%+:,.\\\\/\n\t-]{0,60}|\\PC{0,30}";
+    runner
+        .run(&text, |cmd| {
+            let _ = policy.check(&cmd);
+            Ok(())
+        })
+        .expect("no panic");
+}
