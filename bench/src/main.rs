@@ -3,6 +3,7 @@
 //! samples; a name argument runs only that area.
 
 mod bash;
+mod bash_policy;
 mod filesystem;
 mod host;
 mod mcp;
@@ -34,11 +35,12 @@ fn main() -> anyhow::Result<()> {
         rows: Vec::new(),
         quick,
     };
-    let areas: [(&str, Area); 6] = [
+    let areas: [(&str, Area); 7] = [
         ("host", host::run),
         ("pipeline", pipeline::run),
         ("filesystem", filesystem::run),
         ("bash", bash::run),
+        ("bash-policy", bash_policy::run),
         ("web", web::run),
         ("mcp", mcp::run),
     ];

@@ -2,14 +2,26 @@
 //! real parse of the command (see [`parse`]).
 //!
 //! This is a policy, not a sandbox: it reads what the command says before it
-//! runs. A script file, an interpreter (`python -c`), or a program that runs
-//! other programs on its own can still do anything the user can. Anything the
-//! policy cannot read (a parse error, a command name computed at run time, a
-//! shell fed from stdin) is refused rather than allowed.
+//! runs. It follows shells, `eval`, wrappers (read with their own option
+//! tables, [`getopt`]) and executing builtins; anything it cannot read (a
+//! parse error, a name or option computed at run time, a shell fed from
+//! stdin or a file, arithmetic on a value not known to be a number, see
+//! [`values`]) is refused rather than allowed. Interpreters (`python -c`),
+//! copies of a binary and programs that run others on their own are beyond
+//! any name-based rule; the sandbox contains those.
 
+pub mod arith;
+pub mod builtins;
+pub mod getopt;
+pub mod names;
 pub mod parse;
+pub mod shells;
+pub mod values;
 pub mod words;
 pub mod wrappers;
+
+#[cfg(test)]
+mod bypass_tests;
 
 use parse::Invocation;
 use words::Arg;
@@ -98,17 +110,11 @@ impl CommandPolicy {
         if !self.is_active() {
             return Ok(());
         }
-        let invocations = parse::invocations(command).map_err(|e| {
-            Denial(format!(
-                "the command policy could not check this command: {}. While allowed_commands or \
-                 denied_commands is set, commands that cannot be read are refused; simplify the command.",
-                e.0
-            ))
-        })?;
+        let (invocations, values) = parse::read(command).map_err(unreadable)?;
         for inv in &invocations {
             self.check_one(inv)?;
         }
-        Ok(())
+        values.check().map_err(|why| unreadable(parse::Unreadable(why)))
     }
 
     fn check_one(&self, inv: &Invocation) -> Result<(), Denial> {
@@ -148,6 +154,14 @@ impl CommandPolicy {
             allowed.join(", ")
         )))
     }
+}
+
+fn unreadable(e: parse::Unreadable) -> Denial {
+    Denial(format!(
+        "the command policy could not check this command: {}. While allowed_commands or denied_commands \
+         is set, commands that cannot be read are refused.",
+        e.0
+    ))
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 use brush_parser::ast;
 use brush_parser::{Parser, ParserOptions, SourceInfo};
 
+use super::names;
+use super::values::Values;
 use super::words::{self, Arg, WordScan};
 use super::wrappers::{self, Inner};
 
@@ -37,19 +39,30 @@ impl Invocation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unreadable(pub String);
 
-/// Every command `text` would run.
-pub fn invocations(text: &str) -> Result<Vec<Invocation>, Unreadable> {
+/// Every command `text` would run, and what it does with variables (to
+/// check once the commands themselves pass).
+pub fn read(text: &str) -> Result<(Vec<Invocation>, Values), Unreadable> {
     let mut walker = Walker {
         out: Vec::new(),
         via: Vec::new(),
+        values: Values::default(),
     };
     walker.program(text, 0)?;
-    Ok(walker.out)
+    Ok((walker.out, walker.values))
+}
+
+/// Every command `text` would run, once its arithmetic is found safe.
+pub fn invocations(text: &str) -> Result<Vec<Invocation>, Unreadable> {
+    let (out, values) = read(text)?;
+    values.check().map_err(Unreadable)?;
+    Ok(out)
 }
 
 struct Walker {
     out: Vec<Invocation>,
     via: Vec<String>,
+    /// Variables and arithmetic, checked once the whole command is read.
+    values: Values,
 }
 
 type R = Result<(), Unreadable>;
@@ -115,9 +128,13 @@ impl Walker {
     fn compound(&mut self, c: &ast::CompoundCommand, depth: usize) -> R {
         use ast::CompoundCommand as C;
         match c {
-            C::Arithmetic(a) => self.text(&a.expr.value, depth),
+            C::Arithmetic(a) => {
+                self.values.arith(&a.expr.value);
+                self.text(&a.expr.value, depth)
+            }
             C::ArithmeticForClause(f) => {
                 for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                    self.values.arith(&e.value);
                     self.text(&e.value, depth)?;
                 }
                 self.list(&f.body.0, depth)
@@ -125,6 +142,7 @@ impl Walker {
             C::BraceGroup(b) => self.list(&b.0, depth),
             C::Subshell(s) => self.list(&s.0, depth),
             C::ForClause(f) => {
+                self.values.opaque(&f.variable_name);
                 for w in f.values.iter().flatten() {
                     self.word(&w.value, depth)?;
                 }
@@ -175,9 +193,15 @@ impl Walker {
                 I::IoRedirect(r) => self.redirect(r, depth)?,
                 I::Word(w) if in_prefix => drop(self.word(&w.value, depth)?),
                 I::Word(w) => pending_suffix.push(w.value.clone()),
-                I::AssignmentWord(_, w) if in_prefix => drop(self.word(&w.value, depth)?),
+                I::AssignmentWord(a, w) if in_prefix => {
+                    self.assignment(a)?;
+                    drop(self.word(&w.value, depth)?)
+                }
                 // `export X=$(cmd)`: an argument like any other.
-                I::AssignmentWord(_, w) => pending_suffix.push(w.value.clone()),
+                I::AssignmentWord(a, w) => {
+                    self.assignment(a)?;
+                    pending_suffix.push(w.value.clone())
+                }
                 I::ProcessSubstitution(_, sub) => self.list(&sub.0, depth)?,
             }
         }
@@ -193,8 +217,28 @@ impl Walker {
         self.invocation(args, depth)
     }
 
+    /// Notes an assignment word (`x=1`, `a[i]=2`, `a=(1 2)`).
+    fn assignment(&mut self, a: &ast::Assignment) -> R {
+        let (name, index) = match &a.name {
+            ast::AssignmentName::VariableName(n) => (n, None),
+            ast::AssignmentName::ArrayElementName(n, i) => (n, Some(i.as_str())),
+        };
+        let result = match &a.value {
+            ast::AssignmentValue::Scalar(w) => self.values.assign(name, index, &w.value),
+            ast::AssignmentValue::Array(items) => items.iter().try_for_each(|(i, w)| {
+                self.values.assign(
+                    name,
+                    i.as_ref().map(|i| i.value.trim_matches(['[', ']'])),
+                    &w.value,
+                )
+            }),
+        };
+        result.map_err(Unreadable)
+    }
+
     /// Records a command and follows what it runs in turn.
     fn invocation(&mut self, words: Vec<Arg>, depth: usize) -> R {
+        names::operands(&words, &mut self.values).map_err(Unreadable)?;
         let invocation = Invocation {
             words,
             via: self.via.clone(),
@@ -253,7 +297,20 @@ impl Walker {
             }
             E::Not(a) | E::Parenthesized(a) => self.test(a, depth),
             E::UnaryTest(_, w) => self.word(&w.value, depth).map(|_| ()),
-            E::BinaryTest(_, a, b) => {
+            E::BinaryTest(op, a, b) => {
+                use ast::BinaryPredicate as B;
+                if matches!(
+                    op,
+                    B::ArithmeticEqualTo
+                        | B::ArithmeticNotEqualTo
+                        | B::ArithmeticLessThan
+                        | B::ArithmeticLessThanOrEqualTo
+                        | B::ArithmeticGreaterThan
+                        | B::ArithmeticGreaterThanOrEqualTo
+                ) {
+                    self.values.arith(&a.value);
+                    self.values.arith(&b.value);
+                }
                 self.word(&a.value, depth)?;
                 self.word(&b.value, depth).map(|_| ())
             }
@@ -276,6 +333,15 @@ impl Walker {
     }
 
     fn substitutions(&mut self, scan: WordScan, depth: usize) -> R {
+        if let Some(why) = scan.refused {
+            return Err(Unreadable(why));
+        }
+        for e in &scan.arith {
+            self.values.arith(e);
+        }
+        for n in &scan.assigned {
+            self.values.opaque(n);
+        }
         for sub in scan.substitutions {
             self.via.push("$(…)".to_string());
             let result = self.program(&sub, depth + 1);
@@ -335,7 +401,11 @@ mod tests {
         assert_eq!(names("cat <<EOF\n$(a) it's\nEOF\n"), ["a", "cat"]);
         assert_eq!(names("cat <<'EOF'\n$(a)\nEOF\n"), ["cat"]);
         assert_eq!(names("[[ $(a) == x ]]"), ["a"]);
-        assert_eq!(names("echo $(( $(a) + 1 ))"), ["a", "echo"]);
+        assert_eq!(names("n=2; echo $(( n + 1 ))"), ["echo"]);
+        assert!(
+            invocations("echo $(( $(a) + 1 ))").is_err(),
+            "arithmetic on a command's output"
+        );
         assert_eq!(names("export X=$(a)"), ["a", "export"]);
     }
 

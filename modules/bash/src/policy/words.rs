@@ -2,7 +2,9 @@
 //! see a fixed string, or a note that it is computed at run time. Command
 //! substitutions inside it are handed back for checking.
 
-use brush_parser::word::{self, WordPiece, WordPieceWithSource};
+use brush_parser::word::{
+    self, Parameter, ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource,
+};
 use brush_parser::ParserOptions;
 
 /// A word of a simple command.
@@ -36,6 +38,12 @@ impl Arg {
 pub struct WordScan {
     /// Command texts from `$(…)` and backquotes, to parse in turn.
     pub substitutions: Vec<String>,
+    /// Arithmetic bash evaluates here: `$((…))`, `${s:off:len}`, `${a[i]}`.
+    pub arith: Vec<String>,
+    /// Variables given a value here (`${x:=…}`).
+    pub assigned: Vec<String>,
+    /// Why the word cannot be checked (`${!ref}`, `${x@P}`, `$[…]`).
+    pub refused: Option<String>,
 }
 
 /// Reads `raw` (a word as the parser gave it, quotes included).
@@ -79,8 +87,13 @@ fn pieces_into(
     for p in pieces {
         match &p.piece {
             WordPiece::Text(s) => {
+                if s.contains("$[") || (s.starts_with('[') && lit.ends_with('$')) {
+                    scan.refused = Some(
+                        "`$[…]` is arithmetic the command policy does not read; write `$((…))`".to_string(),
+                    );
+                }
                 // Unquoted glob or brace characters make the word a pattern.
-                if !quoted && s.contains(['*', '?', '[', '{', '(']) {
+                if !quoted && is_pattern(s) {
                     *dynamic = true;
                 }
                 lit.push_str(s);
@@ -104,8 +117,9 @@ fn pieces_into(
                 *dynamic = true;
                 scan.substitutions.push(cmd.clone());
             }
-            WordPiece::ParameterExpansion(_) => {
+            WordPiece::ParameterExpansion(expr) => {
                 *dynamic = true;
+                parameter(expr, scan);
                 // `${x:-$(cmd)}`: the operand may hold substitutions.
                 let source = raw
                     .get(p.start_index..p.end_index)
@@ -120,11 +134,115 @@ fn pieces_into(
             }
             WordPiece::ArithmeticExpression(expr) => {
                 *dynamic = true;
+                scan.arith.push(expr.value.clone());
                 scan_text(&expr.value, scan)?;
             }
         }
     }
     Ok(())
+}
+
+/// Whether unquoted text is a glob, brace or extglob pattern the shell
+/// expands (`*.rs`, `[ab]`, `{a,b}`, `@(x)`); a lone `[` or `{}` is not.
+fn is_pattern(s: &str) -> bool {
+    let after = |open: char, close: char| s.find(open).is_some_and(|at| s[at + 1..].contains(close));
+    let brace = s.find('{').is_some_and(|at| {
+        let rest = &s[at + 1..];
+        rest.find('}')
+            .is_some_and(|end| rest[..end].contains(',') || rest[..end].contains(".."))
+    });
+    s.contains(['*', '?'])
+        || after('[', ']')
+        || brace
+        || s.contains("@(")
+        || s.contains("!(")
+        || s.contains("+(")
+}
+
+/// What a `${…}` expansion evaluates or sets.
+fn parameter(expr: &ParameterExpr, scan: &mut WordScan) {
+    use ParameterExpr as P;
+    let (param, indirect) = match expr {
+        P::Parameter { parameter, indirect }
+        | P::UseDefaultValues {
+            parameter, indirect, ..
+        }
+        | P::AssignDefaultValues {
+            parameter, indirect, ..
+        }
+        | P::IndicateErrorIfNullOrUnset {
+            parameter, indirect, ..
+        }
+        | P::UseAlternativeValue {
+            parameter, indirect, ..
+        }
+        | P::ParameterLength { parameter, indirect }
+        | P::RemoveSmallestSuffixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveLargestSuffixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveSmallestPrefixPattern {
+            parameter, indirect, ..
+        }
+        | P::RemoveLargestPrefixPattern {
+            parameter, indirect, ..
+        }
+        | P::Substring {
+            parameter, indirect, ..
+        }
+        | P::Transform {
+            parameter, indirect, ..
+        }
+        | P::UppercaseFirstChar {
+            parameter, indirect, ..
+        }
+        | P::UppercasePattern {
+            parameter, indirect, ..
+        }
+        | P::LowercaseFirstChar {
+            parameter, indirect, ..
+        }
+        | P::LowercasePattern {
+            parameter, indirect, ..
+        }
+        | P::ReplaceSubstring {
+            parameter, indirect, ..
+        } => (parameter, *indirect),
+        P::VariableNames { .. } | P::MemberKeys { .. } => return,
+    };
+    if indirect {
+        scan.refused = Some(
+            "`${!name}` uses the value of a variable as a variable name, and a subscript in it (`a[$(…)]`) \
+             would run a command the command policy cannot check; name the variable directly"
+                .to_string(),
+        );
+    }
+    if let P::Transform {
+        op: ParameterTransformOp::PromptExpand,
+        ..
+    } = expr
+    {
+        scan.refused = Some(
+            "`${var@P}` expands a value as a prompt, which runs the commands in it; the command policy \
+             cannot check them"
+                .to_string(),
+        );
+    }
+    if let P::Substring { offset, length, .. } = expr {
+        scan.arith.push(offset.value.clone());
+        scan.arith.extend(length.iter().map(|l| l.value.clone()));
+    }
+    if let Parameter::NamedWithIndex { name, index } = param {
+        scan.arith.push(index.clone());
+        if let P::AssignDefaultValues { .. } = expr {
+            scan.assigned.push(name.clone());
+        }
+    }
+    if let (P::AssignDefaultValues { .. }, Parameter::Named(name)) = (expr, param) {
+        scan.assigned.push(name.clone());
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,14 @@
-//! Commands that run other commands: `env`, `sudo`, `nohup`, `time`,
-//! `xargs`, `find -exec`, shells with `-c`, `eval` and the like. For each,
+//! Commands that run other commands: `env`, `sudo`, `timeout`, `xargs`,
+//! `find -exec`, shells with `-c`, `eval`, `source` and the like. For each,
 //! what it runs: more words to check as a command, a string to parse as a
-//! script, or a reason it cannot be known.
+//! script, or a reason it cannot be known (which the policy refuses).
+//!
+//! Options are read with each program's own option table ([`getopt`]); an
+//! option outside the table is refused rather than guessed.
 
+use super::getopt::{self, Options};
 use super::words::Arg;
+use super::{builtins, shells};
 
 /// What a wrapper runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,193 +26,252 @@ pub fn base(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
 
-/// Shells whose `-c STRING` is parsed as a script.
-const SHELLS: &[&str] = &[
-    "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "yash", "posh",
-];
-
-/// Option spec for a plain wrapper: options that take a separate argument,
-/// and how many positional words come before the wrapped command.
-struct Spec {
-    names: &'static [&'static str],
-    with_arg: &'static [&'static str],
-    positional: usize,
+/// What a wrapper does when it is given no command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bare {
+    /// Nothing more runs (`nohup` fails, `env` prints).
+    Nothing,
+    /// It starts a shell that reads commands from stdin (`chroot /`, `sudo -s`).
+    Shell,
 }
 
-const SPECS: &[Spec] = &[
-    Spec {
-        names: &["sudo", "doas", "pkexec", "run0"],
-        with_arg: &[
-            "-u",
-            "-g",
-            "-C",
-            "-D",
-            "-h",
-            "-p",
-            "-r",
-            "-t",
-            "-T",
-            "-U",
-            "-R",
-            "--user",
-            "--group",
-            "--chdir",
-            "--host",
-            "--prompt",
-            "--role",
-            "--type",
-            "--other-user",
-            "--close-from",
-            "--command-timeout",
-        ],
-        positional: 0,
+/// A program that runs `[positional…] COMMAND ARGS…` after its options.
+struct Wrapper {
+    names: &'static [&'static str],
+    options: Options,
+    /// Operands between the options and the command (`timeout 5`, `chroot /`).
+    positional: usize,
+    /// `NAME=value` words may come before the command (`sudo A=1 cmd`).
+    assignments: bool,
+    bare: Bare,
+}
+
+const NO_OPTIONS: Wrapper = Wrapper {
+    names: &["nohup", "eatmydata", "catchsegv", "builtin", "coproc"],
+    options: Options {
+        long_flag: &["help", "version"],
+        ..Options::NONE
     },
-    Spec {
-        names: &[
-            "nohup",
-            "setsid",
-            "unbuffer",
-            "eatmydata",
-            "fakeroot",
-            "catchsegv",
-            "torsocks",
-            "proxychains",
-            "proxychains4",
-            "builtin",
-            "caffeinate",
-        ],
-        with_arg: &[],
-        positional: 0,
-    },
-    Spec {
-        names: &["time"],
-        with_arg: &["-f", "-o", "--format", "--output"],
-        positional: 0,
-    },
-    Spec {
-        names: &["nice"],
-        with_arg: &["-n", "--adjustment"],
-        positional: 0,
-    },
-    Spec {
-        names: &["stdbuf"],
-        with_arg: &["-i", "-o", "-e", "--input", "--output", "--error"],
-        positional: 0,
-    },
-    Spec {
-        names: &["ionice"],
-        with_arg: &[
-            "-c",
-            "-n",
-            "-p",
-            "-P",
-            "-u",
-            "--class",
-            "--classdata",
-            "--pid",
-            "--pgid",
-            "--uid",
-        ],
-        positional: 0,
-    },
-    Spec {
-        names: &["command"],
-        with_arg: &[],
-        positional: 0,
-    },
-    Spec {
-        names: &["exec"],
-        with_arg: &["-a"],
-        positional: 0,
-    },
-    Spec {
+    positional: 0,
+    assignments: false,
+    bare: Bare::Nothing,
+};
+
+const WRAPPERS: &[Wrapper] = &[
+    NO_OPTIONS,
+    Wrapper {
         names: &["timeout"],
-        with_arg: &["-s", "-k", "--signal", "--kill-after"],
+        options: Options {
+            short_arg: "ks",
+            short_flag: "v",
+            long_arg: &["kill-after", "signal"],
+            long_flag: &["foreground", "preserve-status", "verbose", "help", "version"],
+            ..Options::NONE
+        },
         positional: 1,
+        assignments: false,
+        bare: Bare::Nothing,
     },
-    Spec {
+    Wrapper {
+        names: &["nice"],
+        options: Options {
+            short_arg: "n",
+            long_arg: &["adjustment"],
+            long_flag: &["help", "version"],
+            numeric: true,
+            ..Options::NONE
+        },
+        positional: 0,
+        assignments: false,
+        bare: Bare::Nothing,
+    },
+    Wrapper {
+        names: &["stdbuf"],
+        options: Options {
+            short_arg: "ioe",
+            long_arg: &["input", "output", "error"],
+            long_flag: &["help", "version"],
+            ..Options::NONE
+        },
+        positional: 0,
+        assignments: false,
+        bare: Bare::Nothing,
+    },
+    Wrapper {
+        names: &["setsid"],
+        options: Options {
+            short_flag: "cfwhV",
+            long_flag: &["ctty", "fork", "wait", "help", "version"],
+            ..Options::NONE
+        },
+        positional: 0,
+        assignments: false,
+        bare: Bare::Nothing,
+    },
+    Wrapper {
         names: &["chroot"],
-        with_arg: &["--userspec", "--groups"],
+        options: Options {
+            long_arg: &["groups", "userspec"],
+            long_flag: &["skip-chdir", "help", "version"],
+            ..Options::NONE
+        },
         positional: 1,
+        assignments: false,
+        bare: Bare::Shell,
     },
-    Spec {
-        names: &["taskset", "chrt"],
-        with_arg: &[],
+    Wrapper {
+        names: &["ionice"],
+        options: Options {
+            short_arg: "cnpPu",
+            short_flag: "thV",
+            long_arg: &["class", "classdata", "pid", "pgid", "uid"],
+            long_flag: &["ignore", "help", "version"],
+            ..Options::NONE
+        },
+        positional: 0,
+        assignments: false,
+        bare: Bare::Nothing,
+    },
+    Wrapper {
+        names: &["taskset"],
+        options: Options {
+            short_flag: "apchV",
+            long_flag: &["all-tasks", "pid", "cpu-list", "help", "version"],
+            ..Options::NONE
+        },
         positional: 1,
+        assignments: false,
+        bare: Bare::Nothing,
     },
-    Spec {
-        names: &["numactl"],
-        with_arg: &[
-            "-C",
-            "-N",
-            "-m",
-            "-p",
-            "-i",
-            "--physcpubind",
-            "--cpunodebind",
-            "--membind",
-            "--preferred",
-            "--interleave",
-        ],
-        positional: 0,
-    },
-    Spec {
-        names: &["strace", "ltrace"],
-        with_arg: &[
-            "-o", "-p", "-e", "-s", "-u", "-E", "-a", "-P", "-b", "-I", "-X", "-O", "-S", "-U",
-        ],
-        positional: 0,
-    },
-    Spec {
-        names: &["xargs"],
-        with_arg: &[
-            "-a",
-            "-d",
-            "-E",
-            "-I",
-            "-L",
-            "-n",
-            "-P",
-            "-s",
-            "--arg-file",
-            "--delimiter",
-            "--eof",
-            "--replace",
-            "--max-lines",
-            "--max-args",
-            "--max-procs",
-            "--max-chars",
-            "--process-slot-var",
-        ],
-        positional: 0,
-    },
-    Spec {
-        names: &["systemd-run", "unshare", "nsenter", "firejail", "bwrap"],
-        with_arg: &[
-            "-u",
-            "-p",
-            "-t",
-            "-S",
-            "-G",
-            "--unit",
-            "--property",
-            "-p",
-            "--uid",
-            "--gid",
-            "--setuid",
-            "--setgid",
-            "--target",
-            "--bind",
-            "--ro-bind",
-            "--chdir",
-        ],
-        positional: 0,
-    },
-    Spec {
-        names: &["flock"],
-        with_arg: &["-w", "-E", "--timeout", "--conflict-exit-code"],
+    Wrapper {
+        names: &["chrt"],
+        options: Options {
+            short_arg: "TPD",
+            short_flag: "bdfiorRampvhV",
+            long_arg: &["sched-runtime", "sched-period", "sched-deadline"],
+            long_flag: &[
+                "batch",
+                "deadline",
+                "fifo",
+                "idle",
+                "other",
+                "rr",
+                "reset-on-fork",
+                "all-tasks",
+                "max",
+                "pid",
+                "verbose",
+                "help",
+                "version",
+            ],
+            ..Options::NONE
+        },
         positional: 1,
+        assignments: false,
+        bare: Bare::Nothing,
     },
+    Wrapper {
+        names: &["time"],
+        options: Options {
+            short_arg: "fo",
+            short_flag: "apqvV",
+            long_arg: &["format", "output"],
+            long_flag: &["append", "portability", "quiet", "verbose", "help", "version"],
+            ..Options::NONE
+        },
+        positional: 0,
+        assignments: false,
+        bare: Bare::Nothing,
+    },
+    Wrapper {
+        names: &["sudo"],
+        options: Options {
+            short_arg: "CDgpRrTtUu",
+            short_flag: "AbBEeHiKklnPSsVv",
+            long_arg: &[
+                "close-from",
+                "chdir",
+                "group",
+                "prompt",
+                "chroot",
+                "role",
+                "type",
+                "command-timeout",
+                "other-user",
+                "user",
+            ],
+            long_opt: &["preserve-env"],
+            long_flag: &[
+                "askpass",
+                "background",
+                "bell",
+                "edit",
+                "set-home",
+                "login",
+                "remove-timestamp",
+                "reset-timestamp",
+                "list",
+                "non-interactive",
+                "preserve-groups",
+                "stdin",
+                "shell",
+                "validate",
+                "version",
+            ],
+            ..Options::NONE
+        },
+        positional: 0,
+        assignments: true,
+        bare: Bare::Nothing,
+    },
+    Wrapper {
+        names: &["doas"],
+        options: Options {
+            short_arg: "Cu",
+            short_flag: "Lns",
+            ..Options::NONE
+        },
+        positional: 0,
+        assignments: false,
+        bare: Bare::Nothing,
+    },
+    Wrapper {
+        names: &["pkexec"],
+        options: Options {
+            long_arg: &["user"],
+            long_flag: &["disable-internal-agent", "keep-cwd", "help", "version"],
+            ..Options::NONE
+        },
+        positional: 0,
+        assignments: false,
+        bare: Bare::Shell,
+    },
+];
+
+/// Programs that run a command given in their arguments, whose options are
+/// too many or too irregular to read here: always refused under a policy.
+const OPAQUE: &[&str] = &[
+    "unshare",
+    "nsenter",
+    "firejail",
+    "bwrap",
+    "systemd-run",
+    "run0",
+    "strace",
+    "ltrace",
+    "numactl",
+    "torsocks",
+    "proxychains",
+    "proxychains4",
+    "unbuffer",
+    "fakeroot",
+    "setpriv",
+    "capsh",
+    "prlimit",
+    "runcon",
+    "sg",
+    "parallel",
+    "caffeinate",
 ];
 
 /// What `words` (a command with its arguments) runs besides itself.
@@ -217,265 +281,364 @@ pub fn inner(words: &[Arg]) -> Vec<Inner> {
     };
     let name = base(name);
     let args = &words[1..];
-    if SHELLS.contains(&name) {
-        return shell(name, args);
+    if let Some(found) = builtins::inner(name, args) {
+        return found;
     }
-    match name {
+    if shells::SHELLS.contains(&name) {
+        return shells::shell(name, args);
+    }
+    let found = match name {
         "env" => env(args),
-        "eval" => joined(args, "eval").into_iter().collect(),
-        "trap" => trap(args),
-        "alias" => alias(args),
         "find" => find(args),
-        "su" | "runuser" | "script" => dash_c(name, args),
-        "watch" => after_options(args, &["-n", "-d", "--interval", "-q", "--equexit"], 0)
-            .map(|rest| joined(rest, "watch"))
-            .into_iter()
-            .flatten()
-            .collect(),
-        "busybox" => args
+        "xargs" => xargs(args),
+        "watch" => watch(args),
+        "flock" => flock(args),
+        "su" | "runuser" => return shells::su(name, args),
+        "script" => return shells::script(args),
+        "busybox" => Ok(args
             .first()
             .map(|_| Inner::Command(args.to_vec()))
             .into_iter()
-            .collect(),
-        "flock" if has_flag(args, "-c", "--command") => dash_c(name, args),
-        "command" if has_flag(args, "-v", "-V") => Vec::new(),
-        "xargs" => Vec::from([Inner::Command(
-            after_options(args, spec("xargs").map(|s| s.with_arg).unwrap_or(&[]), 0)
-                .filter(|r| !r.is_empty())
-                .map(<[Arg]>::to_vec)
-                .unwrap_or_else(|| vec![Arg::Lit("echo".into())]),
-        )]),
-        _ => match spec(name) {
-            Some(spec) => after_options(args, spec.with_arg, spec.positional)
-                .filter(|rest| !rest.is_empty())
-                .map(|rest| Inner::Command(skip_assignments(rest).to_vec()))
-                .into_iter()
-                .collect(),
-            None => Vec::new(),
+            .collect()),
+        _ if OPAQUE.contains(&name) => Err(format!(
+            "`{name}` runs a command whose options the command policy does not read; run the command \
+             directly (containment belongs to the sandbox, not to the policy)"
+        )),
+        _ => match WRAPPERS.iter().find(|w| w.names.contains(&name)) {
+            Some(w) => wrapped(name, w, args),
+            None => Ok(Vec::new()),
         },
+    };
+    found.unwrap_or_else(|why| vec![Inner::Unknowable(why)])
+}
+
+/// A wrapper from the table: options, operands, then the command.
+fn wrapped(name: &str, w: &Wrapper, args: &[Arg]) -> Result<Vec<Inner>, String> {
+    let parsed = getopt::parse(name, &w.options, args)?;
+    let mut rest = &args[parsed.rest..];
+    if rest.len() < w.positional {
+        return Ok(Vec::new());
     }
-}
-
-fn spec(name: &str) -> Option<&'static Spec> {
-    SPECS.iter().find(|s| s.names.contains(&name))
-}
-
-fn has_flag(args: &[Arg], short: &str, long: &str) -> bool {
-    args.iter()
-        .any(|a| a.lit() == Some(short) || a.lit() == Some(long))
-}
-
-/// The words after the options (and `positional` leading operands).
-/// `None` when an option word is computed at run time.
-fn after_options<'a>(args: &'a [Arg], with_arg: &[&str], positional: usize) -> Option<&'a [Arg]> {
-    let mut i = 0;
-    while i < args.len() {
-        let w = args[i].lit()?;
-        if w == "--" {
-            i += 1;
-            break;
-        }
-        if !w.starts_with('-') || w == "-" {
-            break;
-        }
-        let opt = w.split('=').next().unwrap_or(w);
-        i += if with_arg.contains(&opt) && !w.contains('=') {
-            2
-        } else {
-            1
-        };
+    if let Some(dynamic) = rest[..w.positional].iter().find(|a| a.lit().is_none()) {
+        return Err(format!(
+            "`{name}` is given an operand computed at run time (`{}`), so the command policy cannot tell \
+             where its command starts; write it literally",
+            dynamic.display()
+        ));
     }
-    let start = (i + positional).min(args.len());
-    Some(&args[start..])
+    rest = &rest[w.positional..];
+    if w.assignments {
+        rest = skip_assignments(rest);
+    }
+    // `sudo -s`/`-i` and `doas -s` start a shell when given no command.
+    let shell_flag =
+        matches!(name, "sudo" | "doas") && (parsed.has("-s", "--shell") || parsed.has("-i", "--login"));
+    match (rest.is_empty(), w.bare, shell_flag) {
+        (false, _, _) => Ok(vec![Inner::Command(rest.to_vec())]),
+        (true, Bare::Shell, _) | (true, _, true) => Err(shells::stdin_shell(name)),
+        (true, Bare::Nothing, false) => Ok(Vec::new()),
+    }
 }
 
 /// `NAME=value` words before a command (`env A=1 cmd`, `sudo A=1 cmd`).
-fn skip_assignments(args: &[Arg]) -> &[Arg] {
+pub fn skip_assignments(args: &[Arg]) -> &[Arg] {
     let n = args
         .iter()
-        .take_while(|a| {
-            a.lit().is_some_and(|w| {
-                w.split_once('=').is_some_and(|(name, _)| {
-                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                })
-            })
-        })
+        .take_while(|a| a.lit().is_some_and(|w| assignment_name(w).is_some()))
         .count();
     &args[n..]
 }
 
-fn joined(args: &[Arg], what: &str) -> Option<Inner> {
+/// The variable a `NAME=value` word sets.
+pub fn assignment_name(word: &str) -> Option<&str> {
+    let (name, _) = word.split_once('=')?;
+    let name = name.strip_suffix('+').unwrap_or(name);
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    ok.then_some(name)
+}
+
+/// The words as one script (`eval a b` runs `a b`), or why not.
+pub fn joined(args: &[Arg], what: &str) -> Result<Option<Inner>, String> {
     if args.is_empty() {
-        return None;
+        return Ok(None);
     }
     let mut text = Vec::new();
     for a in args {
         match a {
             Arg::Lit(s) => text.push(s.as_str()),
             Arg::Dyn(s) => {
-                return Some(Inner::Unknowable(format!(
-                    "`{what}` runs text computed at run time (`{s}`), which cannot be checked"
-                )))
+                return Err(format!(
+                    "`{what}` runs text computed at run time (`{s}`), which the command policy cannot check; \
+                     write the command literally"
+                ))
             }
         }
     }
-    Some(Inner::Script(text.join(" ")))
+    Ok(Some(Inner::Script(text.join(" "))))
 }
 
-fn shell(name: &str, args: &[Arg]) -> Vec<Inner> {
-    let mut i = 0;
-    let mut dash_c = false;
-    while i < args.len() {
-        let Some(w) = args[i].lit() else {
-            return vec![Inner::Unknowable(format!(
-                "`{name}` is given an option computed at run time (`{}`)",
-                args[i].display()
-            ))];
-        };
-        if w == "--" || w == "-" {
-            i += 1;
-            break;
-        }
-        if matches!(w, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
-            i += 2;
-            continue;
-        }
-        if w.starts_with("--") {
-            i += 1;
-            continue;
-        }
-        if (w.starts_with('-') || w.starts_with('+')) && w.len() > 1 {
-            if w.starts_with('-') && w[1..].contains('c') {
-                dash_c = true;
-            }
-            if w.starts_with('-') && w[1..].contains('s') && !dash_c {
-                return vec![stdin_shell(name)];
-            }
-            i += 1;
-            continue;
-        }
-        break;
-    }
-    match (dash_c, args.get(i)) {
-        (true, Some(Arg::Lit(script))) => vec![Inner::Script(script.clone())],
-        (true, Some(Arg::Dyn(s))) => vec![Inner::Unknowable(format!(
-            "`{name} -c` is given a script computed at run time (`{s}`), which cannot be checked"
-        ))],
-        (true, None) => vec![Inner::Unknowable(format!("`{name} -c` has no script"))],
-        // A script file: its content is not read (see the README).
-        (false, Some(_)) => Vec::new(),
-        (false, None) => vec![stdin_shell(name)],
-    }
-}
+const ENV: Options = Options {
+    short_arg: "uCS",
+    short_flag: "i0v",
+    long_arg: &["unset", "chdir", "split-string"],
+    long_opt: &["block-signal", "default-signal", "ignore-signal"],
+    long_flag: &[
+        "ignore-environment",
+        "null",
+        "debug",
+        "list-signal-handling",
+        "help",
+        "version",
+    ],
+    ..Options::NONE
+};
 
-fn stdin_shell(name: &str) -> Inner {
-    Inner::Unknowable(format!(
-        "`{name}` would read its commands from stdin (a pipe or here-document), which the command policy \
-         cannot check; pass them with `{name} -c '…'` instead"
-    ))
-}
-
-fn env(args: &[Arg]) -> Vec<Inner> {
-    let mut i = 0;
-    while i < args.len() {
-        let Some(w) = args[i].lit() else { break };
-        if w == "--" {
-            i += 1;
-            break;
-        }
-        if matches!(w, "-S" | "--split-string")
-            || w.starts_with("--split-string=")
-            || (w.starts_with("-S") && w.len() > 2)
-        {
-            let (script, next) = match w.split_once('=') {
-                Some((_, v)) => (Some(Arg::Lit(v.to_string())), i + 1),
-                None if w.len() > 2 && !w.starts_with("--") => (Some(Arg::Lit(w[2..].to_string())), i + 1),
-                None => (args.get(i + 1).cloned(), i + 2),
-            };
-            let mut words: Vec<Arg> = script.into_iter().collect();
-            words.extend(args.iter().skip(next).cloned());
-            return joined(&words, "env -S").into_iter().collect();
-        }
-        if matches!(w, "-u" | "--unset" | "-C" | "--chdir" | "-a" | "--argv0") {
-            i += 2;
-            continue;
-        }
-        if w.starts_with('-') && w.len() > 1 {
-            i += 1;
-            continue;
-        }
-        break;
+fn env(args: &[Arg]) -> Result<Vec<Inner>, String> {
+    let parsed = getopt::parse("env", &ENV, args)?;
+    let mut rest = &args[parsed.rest..];
+    if rest.first().and_then(Arg::lit) == Some("-") {
+        rest = &rest[1..];
     }
-    let rest = skip_assignments(&args[i.min(args.len())..]);
-    if rest.is_empty() {
+    let rest = skip_assignments(rest);
+    if let Some(split) = parsed.value("-S", "--split-string") {
+        // `env -S` has its own escapes and `${VAR}` expansion: only plain text is read.
+        let split = split.as_ref().and_then(Arg::lit).unwrap_or("\\");
+        if split.contains(['\\', '$']) {
+            return Err(
+                "`env -S` is given a string with escapes or `${…}`, which the command policy does not \
+                 expand; write the command without `env -S`"
+                    .to_string(),
+            );
+        }
+        let mut words = vec![Arg::Lit(split.to_string())];
+        words.extend(rest.iter().cloned());
+        return Ok(joined(&words, "env -S")?.into_iter().collect());
+    }
+    Ok(if rest.is_empty() {
         Vec::new()
     } else {
         vec![Inner::Command(rest.to_vec())]
-    }
+    })
 }
 
-fn dash_c(name: &str, args: &[Arg]) -> Vec<Inner> {
-    for (i, a) in args.iter().enumerate() {
-        if matches!(a.lit(), Some("-c" | "--command")) {
-            return match args.get(i + 1) {
-                Some(Arg::Lit(s)) => vec![Inner::Script(s.clone())],
-                Some(Arg::Dyn(s)) => vec![Inner::Unknowable(format!(
-                    "`{name} -c` is given a script computed at run time (`{s}`)"
-                ))],
-                None => Vec::new(),
-            };
+const XARGS: Options = Options {
+    short_arg: "adEILnPs",
+    short_opt: "eil",
+    short_flag: "0oprtx",
+    long_arg: &[
+        "arg-file",
+        "delimiter",
+        "max-lines",
+        "max-args",
+        "max-procs",
+        "max-chars",
+        "process-slot-var",
+    ],
+    long_opt: &["eof", "replace"],
+    long_flag: &[
+        "null",
+        "open-tty",
+        "interactive",
+        "no-run-if-empty",
+        "show-limits",
+        "verbose",
+        "exit",
+        "help",
+        "version",
+    ],
+    numeric: false,
+};
+
+/// `xargs CMD ARGS…` runs CMD with more arguments read from its input; with
+/// `-I R`, every R in the words is replaced by input.
+fn xargs(args: &[Arg]) -> Result<Vec<Inner>, String> {
+    let parsed = getopt::parse("xargs", &XARGS, args)?;
+    let replace = parsed
+        .given
+        .iter()
+        .rev()
+        .find(|g| matches!(g.name.as_str(), "-I" | "-i" | "--replace"))
+        .map(|g| {
+            g.value
+                .as_ref()
+                .map_or(Some("{}".to_string()), |v| v.lit().map(str::to_string))
+        });
+    let mut words: Vec<Arg> = args[parsed.rest..].to_vec();
+    if words.is_empty() {
+        words.push(Arg::Lit("echo".into()));
+    }
+    match replace {
+        Some(None) => return Err("`xargs -I` is given a replace string computed at run time".into()),
+        Some(Some(r)) => {
+            for w in &mut words {
+                if w.display().contains(r.as_str()) {
+                    *w = Arg::Dyn(w.display().to_string());
+                }
+            }
         }
-        if let Some(s) = a.lit().and_then(|w| w.strip_prefix("--command=")) {
-            return vec![Inner::Script(s.to_string())];
-        }
+        None => words.push(Arg::Dyn("(arguments read from input by xargs)".into())),
     }
-    if name == "flock" {
-        // `flock FILE cmd args…`
-        return after_options(args, &["-w", "-E", "--timeout", "--conflict-exit-code"], 1)
-            .filter(|r| !r.is_empty())
-            .map(|r| vec![Inner::Command(r.to_vec())])
-            .unwrap_or_default();
-    }
-    Vec::new()
+    Ok(vec![Inner::Command(words)])
 }
 
-fn trap(args: &[Arg]) -> Vec<Inner> {
-    match args.first() {
-        Some(Arg::Lit(w)) if w.starts_with('-') => Vec::new(),
-        Some(first) if args.len() >= 2 => joined(std::slice::from_ref(first), "trap").into_iter().collect(),
-        _ => Vec::new(),
-    }
-}
+/// The primaries of `find` whose next word is a value, not an expression.
+const FIND_VALUES: &[&str] = &[
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-lname",
+    "-ilname",
+    "-type",
+    "-xtype",
+    "-newer",
+    "-anewer",
+    "-cnewer",
+    "-user",
+    "-group",
+    "-uid",
+    "-gid",
+    "-perm",
+    "-size",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-maxdepth",
+    "-mindepth",
+    "-links",
+    "-inum",
+    "-samefile",
+    "-fstype",
+    "-printf",
+    "-fprintf",
+    "-fprint",
+    "-fprint0",
+    "-fls",
+    "-used",
+    "-context",
+    "-regextype",
+    "-newerXY",
+];
 
-fn alias(args: &[Arg]) -> Vec<Inner> {
-    args.iter()
-        .filter_map(|a| match a {
-            Arg::Lit(w) => w.split_once('=').map(|(_, v)| Inner::Script(v.to_string())),
-            Arg::Dyn(s) => Some(Inner::Unknowable(format!(
-                "`alias` is given a value computed at run time (`{s}`)"
-            ))),
-        })
-        .collect()
-}
-
-fn find(args: &[Arg]) -> Vec<Inner> {
+/// `find … -exec CMD {} ;` (and `-execdir`, `-ok`, `-okdir`) runs CMD for
+/// each file found, with `{}` replaced by its name.
+fn find(args: &[Arg]) -> Result<Vec<Inner>, String> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
-        if matches!(args[i].lit(), Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
+        let Some(w) = args[i].lit() else {
+            let after_value = i > 0 && args[i - 1].lit().is_some_and(|p| FIND_VALUES.contains(&p));
+            if !after_value {
+                return Err(format!(
+                    "`find` is given a word computed at run time (`{}`) that could be an action such as \
+                     `-exec`; write find's expression literally",
+                    args[i].display()
+                ));
+            }
+            i += 1;
+            continue;
+        };
+        if matches!(w, "-exec" | "-execdir" | "-ok" | "-okdir") {
             let start = i + 1;
             let mut end = start;
             while end < args.len() && !matches!(args[end].lit(), Some(";" | "+")) {
                 end += 1;
             }
-            if end > start {
-                out.push(Inner::Command(args[start..end].to_vec()));
+            let words: Vec<Arg> = args[start..end]
+                .iter()
+                .map(|a| match a {
+                    Arg::Lit(s) if s.contains("{}") => Arg::Dyn(s.clone()),
+                    other => other.clone(),
+                })
+                .collect();
+            if !words.is_empty() {
+                out.push(Inner::Command(words));
             }
             i = end;
+        } else if FIND_VALUES.contains(&w) {
+            i += 1;
         }
         i += 1;
     }
-    out
+    Ok(out)
+}
+
+const WATCH: Options = Options {
+    short_arg: "nq",
+    short_opt: "d",
+    short_flag: "bceghptwxv",
+    long_arg: &["interval", "equexit"],
+    long_opt: &["differences"],
+    long_flag: &[
+        "beep", "color", "errexit", "chgexit", "precise", "no-title", "no-wrap", "exec", "help", "version",
+        "no-color",
+    ],
+    numeric: false,
+};
+
+/// `watch CMD…` runs its words joined through `sh -c`; `-x` runs them as is.
+fn watch(args: &[Arg]) -> Result<Vec<Inner>, String> {
+    let parsed = getopt::parse("watch", &WATCH, args)?;
+    let rest = &args[parsed.rest..];
+    if parsed.has("-x", "--exec") {
+        return Ok(if rest.is_empty() {
+            Vec::new()
+        } else {
+            vec![Inner::Command(rest.to_vec())]
+        });
+    }
+    Ok(joined(rest, "watch")?.into_iter().collect())
+}
+
+const FLOCK: Options = Options {
+    short_arg: "wEc",
+    short_flag: "sxeunoFhV",
+    long_arg: &["timeout", "conflict-exit-code", "command"],
+    long_flag: &[
+        "shared",
+        "exclusive",
+        "unlock",
+        "nonblock",
+        "close",
+        "no-fork",
+        "verbose",
+        "help",
+        "version",
+    ],
+    ..Options::NONE
+};
+
+/// `flock FILE CMD…`, `flock FILE -c 'script'`, or `flock FD`.
+fn flock(args: &[Arg]) -> Result<Vec<Inner>, String> {
+    let parsed = getopt::parse("flock", &FLOCK, args)?;
+    let rest = &args[parsed.rest..];
+    let script = match (parsed.value("-c", "--command"), rest.get(1).and_then(Arg::lit)) {
+        (Some(v), _) => v.clone(),
+        (None, Some("-c" | "--command")) => rest.get(2).cloned(),
+        (None, Some(w)) if w.starts_with("--command=") => Some(Arg::Lit(w["--command=".len()..].to_string())),
+        (None, _) => {
+            return Ok(if rest.len() > 1 {
+                vec![Inner::Command(rest[1..].to_vec())]
+            } else {
+                Vec::new()
+            })
+        }
+    };
+    match script {
+        Some(s) => Ok(joined(&[s], "flock -c")?.into_iter().collect()),
+        None => Err("`flock -c` has no command".into()),
+    }
 }
 
 #[cfg(test)]
@@ -493,33 +656,68 @@ mod tests {
         }
     }
 
+    fn unknowable(s: &str) -> bool {
+        matches!(inner(&words(s)).as_slice(), [Inner::Unknowable(_)])
+    }
+
     #[test]
     fn wrappers_expose_their_command() {
         assert_eq!(first_command("env -i A=1 -u B sudo ls")[0], "-u");
         assert_eq!(first_command("env -i -u B A=1 sudo ls")[0], "sudo");
+        assert_eq!(first_command("env -iu B sudo ls")[0], "sudo");
         assert_eq!(first_command("sudo -u root -E rm -rf /")[0], "rm");
+        assert_eq!(first_command("sudo -Eu root rm -rf /")[0], "rm");
         assert_eq!(first_command("nohup sudo ls")[0], "sudo");
         assert_eq!(first_command("time -p sudo ls")[0], "sudo");
         assert_eq!(first_command("timeout -s KILL 5 sudo ls")[0], "sudo");
+        assert_eq!(first_command("timeout -vs KILL 5 sudo ls")[0], "sudo");
+        assert_eq!(first_command("timeout --sig KILL 5 sudo ls")[0], "sudo");
         assert_eq!(first_command("nice -n 5 sudo ls")[0], "sudo");
-        assert_eq!(first_command("xargs -n 1 sudo")[0], "sudo");
+        assert_eq!(first_command("nice -5 sudo ls")[0], "sudo");
+        assert_eq!(first_command("nice --adj 5 sudo ls")[0], "sudo");
+        assert_eq!(first_command("stdbuf -oL -e 0 sudo ls")[0], "sudo");
+        assert_eq!(first_command("ionice -c3 sudo ls")[0], "sudo");
+        assert_eq!(first_command("taskset -c 0 sudo ls")[0], "sudo");
+        assert_eq!(first_command("chroot / sudo ls")[0], "sudo");
+        assert_eq!(first_command("setsid -wf sudo ls")[0], "sudo");
+        assert_eq!(first_command("flock -x f sudo ls")[0], "sudo");
+        assert_eq!(
+            first_command("xargs -n 1 sudo"),
+            ["sudo", "(arguments read from input by xargs)"]
+        );
+        assert_eq!(first_command("xargs -0I {} sudo {}"), ["sudo", "{}"]);
         assert_eq!(first_command("find . -name x -exec sudo rm {} ;")[0], "sudo");
         assert_eq!(first_command("/usr/bin/env sudo ls")[0], "sudo");
+        assert_eq!(first_command("watch -x sudo ls")[0], "sudo");
     }
 
     #[test]
-    fn shells_expose_their_script() {
-        assert_eq!(inner(&words("bash -c x")), [Inner::Script("x".into())]);
-        assert_eq!(inner(&words("sh -ec x")), [Inner::Script("x".into())]);
-        assert_eq!(inner(&words("bash -o errexit -c x")), [Inner::Script("x".into())]);
-        assert!(matches!(inner(&words("bash")).as_slice(), [Inner::Unknowable(_)]));
-        assert!(matches!(
-            inner(&words("bash -s")).as_slice(),
-            [Inner::Unknowable(_)]
-        ));
-        assert!(inner(&words("bash script.sh")).is_empty());
-        assert_eq!(inner(&words("eval sudo ls")), [Inner::Script("sudo ls".into())]);
-        assert_eq!(inner(&words("su -c x root")), [Inner::Script("x".into())]);
+    fn what_cannot_be_read_is_unknowable() {
+        assert!(unknowable("timeout -z 5 rm"), "unknown option");
+        assert!(unknowable("chroot /"), "a shell reading stdin");
+        assert!(unknowable("sudo -s"));
+        assert!(unknowable("unshare -r rm"));
+        assert!(unknowable("env -S r\\m"));
+        let dynamic = [
+            Arg::Lit("timeout".into()),
+            Arg::Dyn("$T".into()),
+            Arg::Lit("rm".into()),
+        ];
+        assert!(matches!(inner(&dynamic).as_slice(), [Inner::Unknowable(_)]));
+        let find = [
+            Arg::Lit("find".into()),
+            Arg::Lit(".".into()),
+            Arg::Dyn("$A".into()),
+        ];
+        assert!(matches!(inner(&find).as_slice(), [Inner::Unknowable(_)]));
+    }
+
+    #[test]
+    fn scripts_are_exposed() {
         assert_eq!(inner(&words("env -S x")), [Inner::Script("x".into())]);
+        assert_eq!(inner(&words("env -iSx")), [Inner::Script("x".into())]);
+        assert_eq!(inner(&words("watch -n1 a b")), [Inner::Script("a b".into())]);
+        assert_eq!(inner(&words("flock -xc x f")), [Inner::Script("x".into())]);
+        assert_eq!(inner(&words("flock f -c x")), [Inner::Script("x".into())]);
     }
 }
