@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::fs::{Access, AtFlags, FileType, Mode, OFlags, Stat};
 use toolhost_core::ToolError;
 
+use crate::pending::Pending;
 use crate::policy::fd::kind_name;
 use crate::policy::links;
 use crate::policy::WriteTarget;
@@ -102,23 +103,45 @@ pub fn check_replaceable(target: &WriteTarget, stat: &Stat, allow_hard_links: bo
     Ok(())
 }
 
-/// A temp name beside `name`, short enough for NAME_MAX.
-fn temp_name(name: &std::ffi::OsStr) -> OsString {
+/// The tool error for a failed [`write`]: `disk_full` when the disk or
+/// quota ran out (retryable once space is freed), `io_error` otherwise.
+pub fn write_error(display: &str, e: io::Error) -> ToolError {
+    let code = if e.kind() == io::ErrorKind::StorageFull {
+        "disk_full"
+    } else {
+        "io_error"
+    };
+    ToolError::new(code, format!("cannot write {display}: {e}"))
+}
+
+/// A temp name beside `name`, short enough for NAME_MAX, and its sequence
+/// number: `.NAME.toolhost-PID-N.tmp` (what the mount-time sweep looks for).
+fn temp_name(name: &std::ffi::OsStr) -> (OsString, u64) {
     let bytes = name.as_bytes();
     let stem = &bytes[..bytes.len().min(100)];
     let mut out = b".".to_vec();
     out.extend_from_slice(stem);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     out.extend_from_slice(format!(".toolhost-{}-{n}.tmp", std::process::id()).as_bytes());
-    OsString::from_vec(out)
+    (OsString::from_vec(out), n)
 }
 
 /// Replaces (or creates) the target with `content`; `keep` (the replaced
 /// file's stat) keeps its permission bits and its owner and group. A file
 /// whose owner cannot be kept (another user's, written by a non-root user)
 /// is not replaced. Returns the new file's stat.
-pub fn write(target: &WriteTarget, content: &[u8], keep: Option<&Stat>) -> io::Result<Stat> {
-    let tmp = temp_name(&target.name);
+///
+/// A full disk (or quota) fails the write before the rename: the target
+/// keeps its old content and the temp file is removed.
+pub fn write(
+    target: &WriteTarget,
+    content: &[u8],
+    keep: Option<&Stat>,
+    pending: &Pending,
+) -> io::Result<Stat> {
+    let (tmp, n) = temp_name(&target.name);
+    let temp_path = target.key.with_file_name(&tmp);
+    let _marker = pending.begin(&temp_path, n);
     let mode = keep.map(|st| st.st_mode & 0o7777);
     let create_mode = Mode::from_raw_mode(mode.unwrap_or(0o666));
     let fd: OwnedFd = rustix::fs::openat(
@@ -161,6 +184,12 @@ pub fn write(target: &WriteTarget, content: &[u8], keep: Option<&Stat>) -> io::R
         }
         Err(e) => {
             let _ = rustix::fs::unlinkat(&target.dir, tmp.as_os_str(), AtFlags::empty());
+            if matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)) {
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    format!("{e}: the disk (or quota) is full; nothing was changed, the file keeps its previous content (free some space and retry)"),
+                ));
+            }
             Err(e)
         }
     }

@@ -563,6 +563,11 @@ impl Policy {
     pub fn read_roots(&self) -> &Roots {
         &self.read
     }
+
+    /// The write roots (for the mount-time temp file sweep).
+    pub fn write_roots(&self) -> &Roots {
+        &self.write
+    }
 }
 
 /// The held handle on an allowed root (see [`Root::handle`]), or a message

@@ -120,8 +120,8 @@ impl Tool for EditFile {
             input.replace_all,
             &display,
         )?;
-        let new_stat = atomic::write(&target, applied.content.as_bytes(), Some(&stat))
-            .map_err(|e| ToolError::new("io_error", format!("cannot write {display}: {e}")))?;
+        let new_stat = atomic::write(&target, applied.content.as_bytes(), Some(&stat), &state.pending)
+            .map_err(|e| atomic::write_error(&display, e))?;
         state.reads.record(&target.key, &new_stat);
         let plural = if applied.count == 1 { "" } else { "s" };
         Ok(format!(

@@ -64,8 +64,8 @@ impl Tool for WriteFile {
             }
             Existing::Missing => None,
         };
-        let stat = atomic::write(&target, input.content.as_bytes(), keep)
-            .map_err(|e| ToolError::new("io_error", format!("cannot write {}: {e}", target.display)))?;
+        let stat = atomic::write(&target, input.content.as_bytes(), keep, &state.pending)
+            .map_err(|e| atomic::write_error(&target.display, e))?;
         state.reads.record(&target.key, &stat);
         let lines = input.content.lines().count();
         let verb = if keep.is_some() { "replaced" } else { "created" };
