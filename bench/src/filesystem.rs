@@ -1,7 +1,9 @@
 //! Filesystem benchmarks: read_file of a 4 KiB file through the pipeline
 //! in-process; grep of a fixed pattern over a generated tree of 2,000 files
 //! (10 MB) against `rg` on the same tree in the same run; glob `**/*.rs` on
-//! that tree.
+//! that tree; then the crash and memory figures of issue #20 ([`crash`]).
+
+mod crash;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -147,7 +149,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         Some(Duration::from_millis(20)),
     );
     host.shutdown();
-    Ok(())
+    crash::run(b)
 }
 
 /// 2,000 files of ~5 KB in 40 folders two levels deep; half are `.rs`;

@@ -1,9 +1,10 @@
 //! The filesystem module keeps a handle on each allowed folder across calls
 //! (one host, the real cdylib, in this process). These tests pin what that
-//! must not change: the path in the plan still decides which folder is
-//! served, so a folder deleted, renamed or recreated after mount is followed,
-//! a folder moved away is not served from its new place, and stale handles
-//! are dropped rather than piled up.
+//! must not change: the real location the plan's path had at mount decides
+//! which folder is served, so a folder deleted and recreated there after
+//! mount is followed, a folder moved away is not served from its new place,
+//! a symlink swapped in at that location is never followed, and stale
+//! handles are dropped rather than piled up.
 
 mod common;
 
@@ -163,11 +164,65 @@ fn a_root_renamed_away_is_not_served_from_its_new_place() {
         "{text}"
     );
 
-    // And the path swapped for a symlink to the moved folder is what the
-    // path names now: served, like any symlinked allowed folder.
+    // The path swapped for a symlink (here to the moved folder; it could
+    // lead anywhere) while the host runs is not followed (issue #20: a root
+    // is pinned to the real location it had at mount). Reads, writes,
+    // listings and searches all refuse, and nothing lands at the target.
     std::fs::remove_dir_all(lab.project()).unwrap();
     std::os::unix::fs::symlink(lab.root.join("moved"), lab.project()).unwrap();
-    assert!(lab.read_text("a.txt").contains("original"));
+    let r = lab.read("a.txt");
+    assert!(
+        !r.success,
+        "a root swapped for a symlink was followed: {:?}",
+        r.output
+    );
+    let message = r.error.as_ref().map(|e| e.message.clone()).unwrap_or_default();
+    assert!(message.contains("symbolic link"), "{message}");
+    assert!(!r.output.to_string().contains("original"));
+    let r = lab
+        .host
+        .call("write_file", json!({"file_path": "planted.txt", "content": "x"}));
+    assert!(!r.success, "wrote through a swapped root: {:?}", r.output);
+    assert!(!lab.root.join("moved/planted.txt").exists());
+    for (tool, input) in [
+        ("list_directory", json!({})),
+        ("grep", json!({"pattern": "original"})),
+        ("glob", json!({"pattern": "*.txt"})),
+    ] {
+        let r = lab.host.call(tool, input);
+        assert!(!r.success, "{tool} followed a swapped root: {:?}", r.output);
+    }
+    // A real folder put back at the path is served again.
+    std::fs::remove_file(lab.project()).unwrap();
+    std::fs::create_dir(lab.project()).unwrap();
+    std::fs::write(lab.project().join("a.txt"), "back\n").unwrap();
+    assert!(lab.read_text("a.txt").contains("back"));
+}
+
+#[test]
+fn a_root_configured_through_a_symlink_is_pinned_at_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    for (name, text) in [("real", "pinned\n"), ("elsewhere", "elsewhere\n")] {
+        std::fs::create_dir(base.join(name)).unwrap();
+        std::fs::write(base.join(name).join("a.txt"), text).unwrap();
+    }
+    std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+    let plan = format!(
+        "working_dir = {:?}\n\n[[tools]]\nmodule = \"filesystem\"\n[tools.config]\n",
+        base.join("link").display().to_string()
+    );
+    let host = InProcess::new(&plan);
+    let read = |path: &str| host.call("read_file", json!({"file_path": path}));
+    let r = read("a.txt");
+    assert!(r.output.to_string().contains("pinned"), "{:?}", r.error);
+    // The plan's link re-pointed while the host runs: still the folder it led to at mount.
+    std::fs::remove_file(base.join("link")).unwrap();
+    std::os::unix::fs::symlink(base.join("elsewhere"), base.join("link")).unwrap();
+    let r = read("a.txt");
+    assert!(r.success, "{:?}", r.error);
+    assert!(r.output.to_string().contains("pinned"), "{}", r.output);
+    assert!(!r.output.to_string().contains("elsewhere"), "{}", r.output);
 }
 
 #[test]

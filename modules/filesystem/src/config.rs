@@ -34,6 +34,12 @@ pub struct Config {
     pub grep_head_limit: usize,
     /// Whether glob and grep honour .gitignore, .ignore and git excludes.
     pub respect_gitignore: bool,
+    /// Serve regular files that have more than one name (hard links). Off by
+    /// default: another name of the same file may be denied or outside every
+    /// allowed folder, and nothing on the file tells which. Turn it on for
+    /// hard-linked package stores (pnpm, nix, ccache) whose other names are
+    /// as public as this one.
+    pub allow_hard_links: bool,
 }
 
 impl Default for Config {
@@ -52,6 +58,7 @@ impl Default for Config {
             max_glob_results: 1000,
             grep_head_limit: 500,
             respect_gitignore: true,
+            allow_hard_links: false,
         }
     }
 }

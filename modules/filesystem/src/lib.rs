@@ -15,6 +15,7 @@ pub mod config;
 pub mod edit;
 pub mod guard;
 pub mod listing;
+pub mod pending;
 pub mod policy;
 pub mod search;
 pub mod state;
@@ -37,7 +38,18 @@ toolhost_core::export_module! {
 
 /// Compiles the policy and registers every tool.
 pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, MountError> {
-    let state = build_state(coordinator.working_dir(), config).map_err(MountError::new)?;
+    let state = build_state_in(coordinator.working_dir(), config, coordinator.state_dir())
+        .map_err(MountError::new)?;
+    let swept = state.pending.sweep(&state.policy);
+    if swept.removed > 0 {
+        coordinator.log(
+            Level::Info,
+            format!(
+                "removed {} temp file(s) left by a host that stopped mid-write",
+                swept.removed
+            ),
+        );
+    }
     for root in state.policy.read_roots().roots.iter() {
         if !root.canonical.is_dir() {
             coordinator.log(
@@ -60,11 +72,22 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
 
 /// The shared state for a config and a mount-time working dir (also used by tests).
 pub fn build_state(working_dir: &std::path::Path, config: Config) -> Result<state::State, String> {
+    build_state_in(working_dir, config, None)
+}
+
+/// [`build_state`] with the host's state folder, where the markers of
+/// pending temp files live (see [`pending`]).
+pub fn build_state_in(
+    working_dir: &std::path::Path,
+    config: Config,
+    state_dir: Option<&std::path::Path>,
+) -> Result<state::State, String> {
     let policy = policy::Policy::new(&config, working_dir)?;
     Ok(Arc::new(Shared {
         policy,
         config,
         reads: Default::default(),
         locks: Default::default(),
+        pending: pending::Pending::new(state_dir),
     }))
 }

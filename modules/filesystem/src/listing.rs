@@ -16,6 +16,8 @@ struct Entry {
     name: String,
     kind: FileType,
     size: u64,
+    /// A hard link the policy does not serve (its size is not shown either).
+    refused_link: bool,
 }
 
 /// Limits of one listing.
@@ -84,11 +86,13 @@ impl Walk<'_, '_, '_> {
                 rel.display().to_string()
             };
             let size = match entry.kind {
-                FileType::RegularFile => entry.size.to_string(),
+                FileType::RegularFile if !entry.refused_link => entry.size.to_string(),
                 _ => "-".to_string(),
             };
             let note = if entry.kind == FileType::Symlink {
                 " (symlink, not followed)"
+            } else if entry.refused_link {
+                " (hard link, not served: allow_hard_links = false)"
             } else {
                 ""
             };
@@ -124,11 +128,21 @@ impl Walk<'_, '_, '_> {
             if self.origin.policy.walk_denied(&abs, &below) {
                 continue;
             }
-            let (kind, size) = match rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => (FileType::from_raw_mode(st.st_mode), st.st_size.max(0) as u64),
-                Err(_) => continue,
-            };
-            out.push(Entry { name, kind, size });
+            let (kind, size, refused_link) =
+                match rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => (
+                        FileType::from_raw_mode(st.st_mode),
+                        st.st_size.max(0) as u64,
+                        !self.origin.policy.serves(&st),
+                    ),
+                    Err(_) => continue,
+                };
+            out.push(Entry {
+                name,
+                kind,
+                size,
+                refused_link,
+            });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)

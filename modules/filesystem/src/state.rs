@@ -16,6 +16,8 @@ pub struct Shared {
     pub reads: ReadTracker,
     /// Per-file writer locks.
     pub locks: FileLocks,
+    /// Markers of temp files being written (for the cleanup after a crash).
+    pub pending: crate::pending::Pending,
 }
 
 /// Cheap to clone into each tool.

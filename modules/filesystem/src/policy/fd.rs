@@ -45,14 +45,22 @@ pub fn open_beneath(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags, links: Links
     }
 }
 
-/// Opens an allowed root (trusted config) as a path handle.
+/// Opens an allowed root by its real location (resolved at mount) as a path
+/// handle, refusing any symlink on the way: one there now was swapped in
+/// after mount.
 pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
-    rustix::fs::open(
-        root,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(io::Error::from)
+    loop {
+        match openat2(
+            rustix::fs::CWD,
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => continue,
+            other => return other.map_err(io::Error::from),
+        }
+    }
 }
 
 /// Opens `rel` beneath `dir` for reading, refusing FIFOs, sockets and devices

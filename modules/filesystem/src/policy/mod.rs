@@ -9,6 +9,8 @@
 
 pub mod deny;
 pub mod fd;
+pub mod links;
+pub mod locate;
 pub mod path;
 pub mod roots;
 
@@ -55,6 +57,7 @@ pub struct Policy {
     read: Roots,
     write: Roots,
     deny: DenyRules,
+    allow_hard_links: bool,
 }
 
 /// An input path resolved lexically to a root.
@@ -134,6 +137,7 @@ impl Policy {
             read,
             write,
             deny,
+            allow_hard_links: config.allow_hard_links,
         })
     }
 
@@ -232,6 +236,21 @@ impl Policy {
         Ok(())
     }
 
+    /// Whether a file with this stat may be served: not a hard link, or
+    /// hard links allowed (see [`links`]).
+    pub fn serves(&self, stat: &Stat) -> bool {
+        self.allow_hard_links || !links::is_multi_linked(stat)
+    }
+
+    /// Refuses a hard-linked file unless the plan allows them.
+    pub fn check_links(&self, verb: &str, display: &str, stat: &Stat) -> Result<(), ToolError> {
+        if self.serves(stat) {
+            Ok(())
+        } else {
+            Err(links::refusal(verb, display, stat))
+        }
+    }
+
     /// Whether a path found by a walk is denied (`rel` is below `root`).
     pub fn walk_denied(&self, abs: &Path, rel: &Path) -> bool {
         self.deny.matching(abs, rel).is_some()
@@ -258,19 +277,74 @@ impl Policy {
                     Err(e) => Err(self.io_error(e, &resolved, access)),
                 };
                 let (fd, stat) = opened?;
-                let real = fd::real_path(&fd).unwrap_or_else(|| resolved.abs.clone());
+                let real = match fd::real_path(&fd) {
+                    Some(real) => real,
+                    None => self.locate_read(&resolved, &fd, &stat, access)?,
+                };
                 (fd, stat, real)
             }
             Err(e) => return Err(self.io_error(e, &resolved, access)),
         };
         let checked = Some((resolved.abs.as_path(), resolved.rel.as_path()));
         self.verify_real_after(&real, access, &resolved.display, checked)?;
+        self.check_links(access.verb(), &resolved.display, &stat)?;
         Ok(ReadHandle {
             fd,
             stat,
             real,
             resolved,
         })
+    }
+
+    /// Where an object opened through a symlink really is, when /proc cannot
+    /// say (its real path is longer than PATH_MAX): a folder by climbing its
+    /// handles to the root; a file by its parent folder, when the last name
+    /// is the file itself (not a link). Anything else is refused: never
+    /// guessed, so `denied_paths` holds at every depth.
+    fn locate_read(
+        &self,
+        resolved: &Resolved,
+        fd: &OwnedFd,
+        stat: &Stat,
+        access: Access,
+    ) -> Result<PathBuf, ToolError> {
+        let unknown = || {
+            ToolError::denied(format!(
+                "{} denied: {} is reached through a symbolic link and its real location is longer than PATH_MAX ({} bytes), so the deny rules cannot be checked on it; use its real path",
+                access.verb(),
+                resolved.display,
+                path::MAX_PATH_BYTES
+            ))
+        };
+        let root_fd = root_handle_or_err(&resolved.root)?;
+        if fd::is_dir(stat) {
+            let below = locate::path_below(fd.as_fd(), root_fd.as_fd()).map_err(|_| unknown())?;
+            return Ok(resolved.root.canonical.join(below));
+        }
+        let (Some(name), Some(parent_rel)) = (resolved.rel.file_name(), resolved.rel.parent()) else {
+            return Err(unknown());
+        };
+        let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let parent = fd::open_beneath(root_fd.as_fd(), parent_rel, dir_flags, Links::Beneath)
+            .map_err(|_| unknown())?;
+        let here = rustix::fs::statat(&parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|_| unknown())?;
+        if here.st_dev != stat.st_dev || here.st_ino != stat.st_ino {
+            return Err(unknown());
+        }
+        let real_parent = self.real_dir(&parent, &resolved.root).ok_or_else(unknown)?;
+        Ok(real_parent.join(name))
+    }
+
+    /// The real location of an opened folder beneath `root`: from /proc when
+    /// it fits in PATH_MAX, else by climbing the handles ([`locate`]).
+    fn real_dir(&self, dir: &OwnedFd, root: &Root) -> Option<PathBuf> {
+        if let Some(real) = fd::real_path(dir) {
+            return Some(real);
+        }
+        let root_fd = root.handle().ok()?;
+        let below = locate::path_below(dir.as_fd(), root_fd.as_fd()).ok()?;
+        Some(root.canonical.join(below))
     }
 
     /// A symlink's target was absolute or climbed out of its root: resolve it
@@ -299,7 +373,7 @@ impl Policy {
         match e.raw_os_error() {
             Some(libc::ENOENT) => {
                 let hint = self
-                    .suggest(resolved)
+                    .suggest(resolved, access)
                     .map(|s| format!("; did you mean {s}?"))
                     .unwrap_or_default();
                 ToolError::not_found(format!("file not found: {display}{hint}"))
@@ -322,7 +396,13 @@ impl Policy {
     }
 
     /// The closest existing, allowed name beside a missing file.
-    fn suggest(&self, resolved: &Resolved) -> Option<String> {
+    ///
+    /// The folder is looked at where it really is (it may be reached
+    /// through a link): nothing is suggested from a folder that is denied or
+    /// outside the roots there, and a candidate must itself be an allowed
+    /// regular file or folder, not a link (a dangling link is not a file)
+    /// and not the missing name itself.
+    fn suggest(&self, resolved: &Resolved, access: Access) -> Option<String> {
         let name = resolved.rel.file_name()?.to_string_lossy().into_owned();
         let parent_rel = resolved.rel.parent().unwrap_or(Path::new(""));
         let root_fd = resolved.root.handle().ok()?;
@@ -333,20 +413,34 @@ impl Policy {
             Links::Beneath,
         )
         .ok()?;
+        let real_dir = self.real_dir(&dir, &resolved.root)?;
+        let (_, real_below) = self.roots(access).find_real(&real_dir)?;
+        if self.deny.matching(&real_dir, &real_below).is_some() {
+            return None;
+        }
         let mut best: Option<(usize, String)> = None;
         let entries = rustix::fs::Dir::read_from(&dir).ok()?;
         for entry in entries.take(5000).flatten() {
             let candidate = entry.file_name().to_string_lossy().into_owned();
-            if candidate == "." || candidate == ".." {
+            if candidate == "." || candidate == ".." || candidate == name {
                 continue;
             }
             let d = crate::text::similar::edit_distance(&name.to_lowercase(), &candidate.to_lowercase());
             let limit = (name.chars().count() / 3).max(2);
-            if d <= limit && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
-                let abs = resolved.abs.with_file_name(&candidate);
-                if self.deny.matching(&abs, &parent_rel.join(&candidate)).is_none() {
-                    best = Some((d, candidate));
-                }
+            if d > limit || best.as_ref().is_some_and(|(bd, _)| d >= *bd) {
+                continue;
+            }
+            if self
+                .deny
+                .matching(&real_dir.join(&candidate), &real_below.join(&candidate))
+                .is_some()
+            {
+                continue;
+            }
+            let servable = rustix::fs::statat(&dir, entry.file_name(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| fd::check_kind(&st).is_ok() && self.serves(&st));
+            if servable {
+                best = Some((d, candidate));
             }
         }
         let (_, found) = best?;
@@ -393,9 +487,16 @@ impl Policy {
             }
             Err(e) => return Err(self.io_error(e, &resolved, Access::Write)),
         };
-        let key = match fd::real_path(&dir) {
+        // Never guessed from the input: deep below PATH_MAX /proc cannot say,
+        // and the handles are climbed instead, so the deny rules always see
+        // the real location.
+        let key = match self.real_dir(&dir, &resolved.root) {
             Some(real_parent) => real_parent.join(&name),
-            None => resolved.abs.clone(),
+            None => {
+                return Err(ToolError::denied(format!(
+                    "write denied: the real location of the folder of {display} cannot be found (it is reached through a symbolic link to another allowed folder, deeper than PATH_MAX), so the deny rules cannot be checked on it; use its real path"
+                )))
+            }
         };
         self.verify_real(&key, Access::Write, &display)?;
         Ok(WriteTarget {
@@ -461,6 +562,11 @@ impl Policy {
     /// The read roots (for walks).
     pub fn read_roots(&self) -> &Roots {
         &self.read
+    }
+
+    /// The write roots (for the mount-time temp file sweep).
+    pub fn write_roots(&self) -> &Roots {
+        &self.write
     }
 }
 

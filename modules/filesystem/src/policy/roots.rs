@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use rustix::fs::Stat;
+use rustix::fs::{AtFlags, Stat};
 
 use super::fd;
 use super::path::{absolutize, below};
@@ -35,10 +35,14 @@ impl AsFd for RootFd {
 
 /// One allowed folder, by the path the plan gave and by its real location.
 ///
-/// The folder's handle is opened on first use and kept across calls; each
-/// use first checks (one `stat` of the path) that the path still names the
-/// folder held, and opens it afresh when not (deleted and recreated,
-/// renamed, replaced), so the path in the plan stays what decides.
+/// The real location is resolved once, at mount: a root configured through
+/// a symlink is pinned to where the link led then. The folder's handle is
+/// opened on first use and kept across calls; each use first checks (one
+/// `lstat` of the real location) that it still names the folder held, and
+/// opens it afresh when not (deleted and recreated, renamed). The fresh open
+/// refuses every symlink on the way (`RESOLVE_NO_SYMLINKS`), so a root (or
+/// one of its ancestors) replaced by a symlink while the host runs is never
+/// followed: only a real folder at the real location is served.
 #[derive(Debug)]
 pub struct Root {
     /// As configured (for messages).
@@ -54,7 +58,7 @@ impl Root {
     /// Resolves a configured entry against the working dir and home.
     pub fn new(configured: &str, working_dir: &Path, home: Option<&Path>) -> Result<Root, String> {
         let lexical = absolutize(configured, working_dir, home).map_err(|e| e.message().to_string())?;
-        let canonical = std::fs::canonicalize(&lexical).unwrap_or_else(|_| lexical.clone());
+        let canonical = canonical_or_missing(&lexical);
         Ok(Root {
             configured: configured.to_string(),
             lexical,
@@ -76,7 +80,7 @@ impl Root {
     /// A handle on the folder `canonical` names now: the held one when the
     /// path still names it, else a freshly opened one (which is then held).
     pub fn handle(&self) -> io::Result<Arc<RootFd>> {
-        let now = match rustix::fs::stat(&self.canonical) {
+        let now = match rustix::fs::statat(rustix::fs::CWD, &self.canonical, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(now) => now,
             Err(e) => {
                 // Gone (or unreachable): let go of the folder held, if any.
@@ -89,7 +93,18 @@ impl Root {
                 return Ok(held.clone());
             }
         }
-        let fd = fd::open_root(&self.canonical)?;
+        let fd = match fd::open_root(&self.canonical) {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.held.write().unwrap_or_else(PoisonError::into_inner).take();
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    return Err(io::Error::other(
+                        "it (or a folder above it) was replaced by a symbolic link after mount; an allowed folder is never followed through a link that was not there at mount",
+                    ));
+                }
+                return Err(e);
+            }
+        };
         let stat = rustix::fs::fstat(&fd).map_err(io::Error::from)?;
         let opened = Arc::new(RootFd {
             fd,
@@ -99,6 +114,29 @@ impl Root {
         *self.held.write().unwrap_or_else(PoisonError::into_inner) = Some(opened.clone());
         Ok(opened)
     }
+}
+
+/// The real location of `lexical`: canonicalized when it exists, else its
+/// longest existing ancestor canonicalized with the rest appended (so a root
+/// created after mount under a symlinked ancestor is still found by a path
+/// without symlinks).
+fn canonical_or_missing(lexical: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(lexical) {
+        return real;
+    }
+    let mut rest = Vec::new();
+    let mut at = lexical;
+    while let Some(parent) = at.parent() {
+        if let Some(name) = at.file_name() {
+            rest.push(name.to_os_string());
+        }
+        if let Ok(mut real) = std::fs::canonicalize(parent) {
+            real.extend(rest.iter().rev());
+            return real;
+        }
+        at = parent;
+    }
+    lexical.to_path_buf()
 }
 
 /// A set of roots, searched in order.

@@ -72,6 +72,7 @@ impl Tool for EditFile {
             )))
             }
         };
+        atomic::check_replaceable(&target, &stat, state.config.allow_hard_links)?;
         super::guarded::require_read(state, &target, &stat)?;
         if stat.st_size as u64 > state.config.max_edit_bytes {
             return Err(ToolError::invalid_input(format!(
@@ -119,8 +120,8 @@ impl Tool for EditFile {
             input.replace_all,
             &display,
         )?;
-        let new_stat = atomic::write(&target, applied.content.as_bytes(), Some(stat.st_mode & 0o7777))
-            .map_err(|e| ToolError::new("io_error", format!("cannot write {display}: {e}")))?;
+        let new_stat = atomic::write(&target, applied.content.as_bytes(), Some(&stat), &state.pending)
+            .map_err(|e| atomic::write_error(&display, e))?;
         state.reads.record(&target.key, &new_stat);
         let plural = if applied.count == 1 { "" } else { "s" };
         Ok(format!(

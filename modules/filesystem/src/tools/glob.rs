@@ -1,5 +1,6 @@
 //! glob: files matching a pattern, newest first.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
@@ -119,6 +120,7 @@ impl Tool for Glob {
             )));
         }
         let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
+        let mut hard_links = 0usize;
         for (i, entry) in scope.walker(state).build().enumerate() {
             if i & 0x1ff == 0 {
                 ctx.check_cancelled()?;
@@ -131,9 +133,14 @@ impl Tool for Glob {
                 continue;
             };
             if matcher.is_match(rel) {
-                let mtime = entry
-                    .metadata()
-                    .ok()
+                let meta = entry.metadata().ok();
+                // A hard link may be another name of a denied or outside
+                // file (see policy::links): not listed unless allowed.
+                if !state.config.allow_hard_links && meta.as_ref().is_some_and(|m| m.nlink() > 1) {
+                    hard_links += 1;
+                    continue;
+                }
+                let mtime = meta
                     .and_then(|m| m.modified().ok())
                     .unwrap_or(SystemTime::UNIX_EPOCH);
                 found.push((mtime, entry.into_path()));
@@ -150,14 +157,25 @@ impl Tool for Glob {
                 lines.push(scope.show(&path));
             }
         }
+        let links_note = if hard_links > 0 {
+            format!(
+                "[{hard_links} hard-linked file(s) left out: another name of each may be denied or outside the allowed folders ({} = false)]\n",
+                crate::policy::links::KEY
+            )
+        } else {
+            String::new()
+        };
         if lines.is_empty() {
             return Ok(format!(
-                "no files match {:?} in {}",
-                pattern, scope.handle.resolved.display
+                "no files match {:?} in {}{}{links_note}",
+                pattern,
+                scope.handle.resolved.display,
+                if links_note.is_empty() { "" } else { "\n" }
             ));
         }
         let mut out = lines.join("\n");
         out.push('\n');
+        out.push_str(&links_note);
         if total > cap {
             out.push_str(&format!(
                 "[{} more matches not shown (max_glob_results = {cap}); narrow the pattern or the path]\n",

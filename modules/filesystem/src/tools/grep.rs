@@ -24,6 +24,11 @@ use crate::walk::Scope;
 const MAX_HEAD_LIMIT: u64 = 10_000;
 /// Content lines gathered before the walk stops early.
 const GATHER_CAP: usize = 50_000;
+/// Memory one search may hold for a line (with its context): ripgrep's
+/// searcher keeps a whole line in its buffer, so without a cap one huge line
+/// (a minified bundle, a log without newlines) costs its full size in RAM.
+/// A file with a longer line is reported as not searched in full.
+pub const MAX_LINE_BUFFER: usize = 8 * 1024 * 1024;
 
 /// What grep returns.
 #[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,8 +93,30 @@ struct Plan<'a> {
     scope: &'a Scope,
 }
 
+/// Files not searched (in full or at all), by reason, for the answer's notes.
+#[derive(Default)]
+struct Skipped {
+    /// Files with a line longer than [`MAX_LINE_BUFFER`] (the first one seen).
+    long_lines: AtomicUsize,
+    first_long: Mutex<Option<PathBuf>>,
+    /// Files with more than one name, when the plan does not allow them.
+    hard_links: AtomicUsize,
+}
+
+impl Skipped {
+    fn long_line(&self, path: &Path) {
+        self.long_lines.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut first) = self.first_long.lock() {
+            first.get_or_insert_with(|| path.to_path_buf());
+        }
+    }
+}
+
 impl Plan<'_> {
-    fn search(&self, searcher: &mut Searcher, file: &File) -> Hits {
+    /// Searches one file; `Err` when it was cut short by a line longer than
+    /// [`MAX_LINE_BUFFER`] (the hits before it are kept). Other read errors
+    /// skip the file, as ripgrep does.
+    fn search(&self, searcher: &mut Searcher, file: &File) -> (Hits, bool) {
         let mut hits = Hits::default();
         let sink = Collect {
             mode: self.mode,
@@ -97,9 +124,11 @@ impl Plan<'_> {
             max_chars: self.max_chars,
             max_lines: GATHER_CAP,
         };
-        // An unreadable file is skipped, as ripgrep does.
-        let _ = searcher.search_file(&self.matcher, file, sink);
-        hits
+        let long_line = match searcher.search_file(&self.matcher, file, sink) {
+            Ok(()) => false,
+            Err(e) => e.to_string().contains("allocation limit"),
+        };
+        (hits, long_line)
     }
 
     fn wanted(&self, path: &Path) -> bool {
@@ -171,6 +200,7 @@ impl Tool for Grep {
         let scope = Scope::open(state, "path", input.path.as_deref(), ctx)?;
         let mut searcher = SearcherBuilder::new();
         searcher
+            .heap_limit(Some(MAX_LINE_BUFFER))
             .binary_detection(BinaryDetection::quit(b'\x00'))
             .line_number(true)
             .before_context(context)
@@ -185,8 +215,9 @@ impl Tool for Grep {
         };
         let mut results: Vec<(PathBuf, Hits)> = Vec::new();
         let mut stopped_early = false;
+        let skipped = Skipped::default();
         if scope.is_dir() {
-            stopped_early = walk(state, &plan, ctx, &mut results)?;
+            stopped_early = walk(state, &plan, ctx, &skipped, &mut results)?;
         } else {
             let dup = scope.handle.fd.as_fd().try_clone_to_owned().map_err(|e| {
                 ToolError::new(
@@ -194,21 +225,30 @@ impl Tool for Grep {
                     format!("cannot search {}: {e}", scope.handle.resolved.display),
                 )
             })?;
-            let hits = plan.search(&mut plan.searcher.build(), &File::from(dup));
+            let (hits, long_line) = plan.search(&mut plan.searcher.build(), &File::from(dup));
+            if long_line {
+                skipped.long_line(&scope.base_real);
+            }
             if hits.count > 0 {
                 results.push((scope.base_real.clone(), hits));
             }
         }
         ctx.check_cancelled()?;
         results.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(render(
+        let mut out = render(
             &scope,
             &input.pattern,
             mode,
             head_limit as usize,
             results,
             stopped_early,
-        ))
+        );
+        let notes = skipped_notes(&scope, &skipped);
+        if !notes.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&notes);
+        Ok(out)
     }
 }
 
@@ -217,6 +257,7 @@ fn walk(
     state: &State,
     plan: &Plan<'_>,
     ctx: &Context<'_>,
+    skipped: &Skipped,
     out: &mut Vec<(PathBuf, Hits)>,
 ) -> Result<bool, ToolError> {
     let found: Mutex<Vec<(PathBuf, Hits)>> = Mutex::new(Vec::new());
@@ -255,10 +296,18 @@ fn walk(
                 return WalkState::Continue;
             };
             match rustix::fs::fstat(&handle) {
-                Ok(st) if !fd::is_dir(&st) && fd::check_kind(&st).is_ok() => {}
+                Ok(st) if !fd::is_dir(&st) && fd::check_kind(&st).is_ok() => {
+                    if !state.policy.serves(&st) {
+                        skipped.hard_links.fetch_add(1, Ordering::Relaxed);
+                        return WalkState::Continue;
+                    }
+                }
                 _ => return WalkState::Continue,
             }
-            let hits = plan.search(&mut searcher, &File::from(handle));
+            let (hits, long_line) = plan.search(&mut searcher, &File::from(handle));
+            if long_line {
+                skipped.long_line(entry.path());
+            }
             if hits.count == 0 {
                 return WalkState::Continue;
             }
@@ -278,6 +327,33 @@ fn walk(
     }
     *out = found.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(stop.load(Ordering::Relaxed))
+}
+
+/// Notes on files grep did not search (in full): after the results, so a
+/// model knows the answer may be incomplete and why.
+fn skipped_notes(scope: &Scope, skipped: &Skipped) -> String {
+    let mut out = String::new();
+    let long = skipped.long_lines.load(Ordering::Relaxed);
+    if long > 0 {
+        let first = skipped
+            .first_long
+            .lock()
+            .ok()
+            .and_then(|f| f.as_ref().map(|p| scope.show(p)))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "[{long} file(s) not searched past a line longer than {} MiB (first: {first}); grep holds at most that much of one line — read_file shows such lines cut]\n",
+            MAX_LINE_BUFFER >> 20
+        ));
+    }
+    let links = skipped.hard_links.load(Ordering::Relaxed);
+    if links > 0 {
+        out.push_str(&format!(
+            "[{links} hard-linked file(s) skipped: another name of each may be denied or outside the allowed folders ({} = false)]\n",
+            crate::policy::links::KEY
+        ));
+    }
+    out
 }
 
 /// The answer text, cut to `head_limit` with a note.

@@ -56,18 +56,19 @@ impl Tool for WriteFile {
         let lock = state.locks.of(&target.key);
         let _held = hold(&lock);
         let existing = atomic::inspect(&target)?;
-        let mode = match &existing {
+        let keep = match &existing {
             Existing::File(stat) => {
+                atomic::check_replaceable(&target, stat, state.config.allow_hard_links)?;
                 super::guarded::require_read(state, &target, stat)?;
-                Some(stat.st_mode & 0o7777)
+                Some(stat)
             }
             Existing::Missing => None,
         };
-        let stat = atomic::write(&target, input.content.as_bytes(), mode)
-            .map_err(|e| ToolError::new("io_error", format!("cannot write {}: {e}", target.display)))?;
+        let stat = atomic::write(&target, input.content.as_bytes(), keep, &state.pending)
+            .map_err(|e| atomic::write_error(&target.display, e))?;
         state.reads.record(&target.key, &stat);
         let lines = input.content.lines().count();
-        let verb = if mode.is_some() { "replaced" } else { "created" };
+        let verb = if keep.is_some() { "replaced" } else { "created" };
         Ok(format!(
             "{verb} {} ({} bytes, {lines} lines)",
             target.display,
