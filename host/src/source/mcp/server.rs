@@ -488,6 +488,21 @@ impl Server {
                 let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
             });
         }
+        // A stdio server sees its input close and may finish what it was
+        // doing (record its audit, clean up); then its group is ended.
+        if conn.pgid.is_some() {
+            for _ in 0..200 {
+                if conn
+                    .ended
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some()
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         kill_group(conn.pgid);
     }
 }
