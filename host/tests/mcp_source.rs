@@ -11,7 +11,86 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{module_file, target_dir, Env};
+use rmcp::model::{CallToolRequestParams, JsonObject, ProgressNotificationParam};
+use rmcp::service::NotificationContext;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+
+/// Records progress notifications.
+#[derive(Clone, Default)]
+struct Progress(Arc<Mutex<Vec<f64>>>);
+
+impl ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.push(params.progress);
+        }
+    }
+}
+
+/// The outer host served over stdio to rmcp's client (so the session to
+/// the inner server stays open): progress from the inner tool reaches the
+/// client, and the outer deadline reaches the inner tool as
+/// `notifications/cancelled` (the inner host records it cancelled while
+/// the session still lives).
+fn progress_and_cancel_through(env: &Env) {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(env.command());
+        cmd.arg("serve");
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the outer toolhost serve");
+        let seen = Progress::default();
+        let client = seen.clone().serve(transport).await.expect("initialize");
+        let args = |v: Value| -> JsonObject {
+            match v {
+                Value::Object(map) => map,
+                _ => JsonObject::new(),
+            }
+        };
+        let quick = client
+            .call_tool(CallToolRequestParams::new("in__sleep").with_arguments(args(json!({"ms": 500}))))
+            .await
+            .expect("tools/call");
+        assert_eq!(quick.is_error, Some(false), "{quick:?}");
+        assert!(
+            !seen.0.lock().map(|p| p.is_empty()).unwrap_or(true),
+            "no progress passed through"
+        );
+        let slow = client
+            .call_tool(CallToolRequestParams::new("in__sleep").with_arguments(args(json!({"ms": 60_000}))))
+            .await
+            .expect("tools/call");
+        let meta = slow
+            .meta
+            .as_ref()
+            .map(|m| m.0["toolhost"].clone())
+            .unwrap_or_default();
+        assert_eq!(meta["status"], json!("timeout"), "{slow:?}");
+        let audit_file = env.path().join("inner-audit.jsonl");
+        let record = tokio::task::spawn_blocking(move || {
+            wait_for_audit(&audit_file, |r| {
+                r["tool"] == json!("sleep") && r["status"] != json!("success")
+            })
+        })
+        .await
+        .expect("audit wait");
+        assert_eq!(record["status"], json!("cancelled"), "{record}");
+        assert!(
+            !client.is_closed(),
+            "the session must still be open, so the cancel came from notifications/cancelled"
+        );
+        client.cancel().await.expect("close");
+    });
+}
 
 /// The reference filesystem server; the test fails (never skips) without it.
 fn filesystem_server() -> PathBuf {
@@ -196,16 +275,7 @@ fn toolhost_mounted_into_toolhost_over_stdio() {
         denied.result
     );
 
-    // The outer deadline cancels the inner call with notifications/cancelled:
-    // the inner host records it as cancelled (not run to its 60 s end).
-    let started = Instant::now();
-    let slow = env.call("in__sleep", json!({"ms": 60_000}));
-    assert_eq!(slow.status(), "timeout", "{:?}", slow.result);
-    assert!(started.elapsed() < Duration::from_secs(30));
-    let record = wait_for_audit(&env.path().join("inner-audit.jsonl"), |r| {
-        r["tool"] == json!("sleep")
-    });
-    assert_eq!(record["status"], json!("cancelled"), "{record}");
+    progress_and_cancel_through(&env);
 
     // The inner server dying mid-call is a module crash, named.
     let crashed = env.call("in__c_abort", json!({}));
@@ -262,12 +332,7 @@ fn toolhost_mounted_into_toolhost_over_streamable_http() {
     assert_eq!(echoed.assert_success()["message"], json!("over http"));
     let denied = env.call("in__write_key", json!({"key": "k"}));
     assert_eq!(denied.result["error"]["code"], json!("denied"));
-    let slow = env.call("in__sleep", json!({"ms": 60_000}));
-    assert_eq!(slow.status(), "timeout", "{:?}", slow.result);
-    let record = wait_for_audit(&env.path().join("inner-audit.jsonl"), |r| {
-        r["tool"] == json!("sleep")
-    });
-    assert_eq!(record["status"], json!("cancelled"), "{record}");
+    progress_and_cancel_through(&env);
     drop(server);
 }
 
