@@ -5,6 +5,7 @@
 mod bash;
 mod filesystem;
 mod host;
+mod isolation;
 mod mcp;
 mod pipeline;
 mod report;
@@ -34,13 +35,14 @@ fn main() -> anyhow::Result<()> {
         rows: Vec::new(),
         quick,
     };
-    let areas: [(&str, Area); 6] = [
+    let areas: [(&str, Area); 7] = [
         ("host", host::run),
         ("pipeline", pipeline::run),
         ("filesystem", filesystem::run),
         ("bash", bash::run),
         ("web", web::run),
         ("mcp", mcp::run),
+        ("isolation", isolation::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

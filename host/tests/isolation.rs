@@ -236,6 +236,28 @@ fn call_reports_an_isolated_exit_and_in_process_outcomes_are_as_documented() {
             );
         }
     }
+    // A print to stdout lands in the command's output, before the result.
+    let out = in_process.run(&["call", "print_stdout", "{}"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("{\"jsonrpc\""), "{stdout}");
+    // A thread crashing after its reply takes the host down while it still
+    // has work: here a batch whose other call is still sleeping.
+    let mut batch = in_process
+        .command()
+        .args(["batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("batch");
+    {
+        use std::io::Write;
+        let mut stdin = batch.stdin.take().expect("stdin");
+        writeln!(stdin, "{}", json!({"name": "late_panic", "input": {}})).unwrap();
+        writeln!(stdin, "{}", json!({"name": "stubborn", "input": {"ms": 5000}})).unwrap();
+    }
+    let status = batch.wait().expect("wait");
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}");
 }
 
 #[test]
