@@ -455,6 +455,56 @@ mod tests {
     }
 
     #[test]
+    fn isolation_defaults_by_source_and_the_plan_overrides() {
+        let plan = Plan::parse(
+            "[[tools]]\nmodule = \"a\"\n[[tools]]\npath = \"b.so\"\n\
+             [[tools]]\npath = \"c.so\"\nisolation = \"in_process\"\n",
+            Path::new("/p/p.toml"),
+        )
+        .unwrap();
+        let got: Vec<_> = plan.tools.iter().map(|t| t.isolation).collect();
+        assert_eq!(
+            got,
+            [Isolation::InProcess, Isolation::Process, Isolation::InProcess]
+        );
+        let plan = Plan::parse(
+            "[host]\ndefault_isolation = \"process\"\n[[tools]]\nmodule = \"a\"\n",
+            Path::new("/p/p.toml"),
+        )
+        .unwrap();
+        assert_eq!(plan.tools[0].isolation, Isolation::Process);
+    }
+
+    #[test]
+    fn mcp_sources_are_checked_and_expanded() {
+        std::env::set_var("TOOLHOST_TEST_MCP_TOKEN", "s3cret");
+        let plan = Plan::parse(
+            "[[tools]]\n[tools.mcp]\nurl = \"http://127.0.0.1:9/mcp\"\n\
+             headers = { Authorization = \"Bearer ${TOOLHOST_TEST_MCP_TOKEN}\" }\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        match &plan.tools[0].source {
+            ModuleSource::Mcp(mcp) => {
+                assert_eq!(mcp.headers["Authorization"], "Bearer s3cret")
+            }
+            other => panic!("{other:?}"),
+        }
+        for (bad, says) in [
+            ("[tools.mcp]\n", "needs `command"),
+            ("[tools.mcp]\nurl = \"ftp://x\"\n", "must start with http"),
+            ("[tools.mcp]\ncommand = [\"\"]\n", "needs a program"),
+            (
+                "memory_limit_mb = 5\n[tools.mcp]\ncommand = [\"x\"]\n",
+                "its own process",
+            ),
+        ] {
+            let err = Plan::parse(&format!("[[tools]]\n{bad}"), Path::new("p.toml")).unwrap_err();
+            assert!(err.to_string().contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn module_and_path_are_exclusive() {
         let err = Plan::parse("[[tools]]\nmodule = \"a\"\npath = \"b\"\n", Path::new("p.toml")).unwrap_err();
         assert!(err.to_string().contains("exactly one of"));
