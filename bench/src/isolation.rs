@@ -59,7 +59,7 @@ fn isolated_echo(b: &mut Bench) -> anyhow::Result<()> {
             library.display().to_string()
         )
     };
-    let (in_host, in_process) = pipeline_for(dir.path(), "in.toml", &entry("in_process"))?;
+    let (in_host, in_process) = pipeline_for(dir.path(), "in.toml", &entry("in-process"))?;
     let (iso_host, isolated) = pipeline_for(dir.path(), "iso.toml", &entry("process"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let input = json!({"message": "hello"});

@@ -215,7 +215,7 @@ fn call_reports_an_isolated_exit_and_in_process_outcomes_are_as_documented() {
     assert_eq!(called.result["error"]["code"], json!("module_crashed"));
 
     let in_process = Env::new(&format!(
-        "[[tools]]\npath = \"{}\"\nisolation = \"in_process\"\n",
+        "[[tools]]\npath = \"{}\"\nisolation = \"in-process\"\n",
         module_file("toolhost_fixture_crashy").display()
     ));
     use std::os::unix::process::ExitStatusExt;
@@ -274,7 +274,7 @@ fn isolation_keys_are_checked() {
     env.set_plan("[[tools]]\nmodule = \"fixture\"\nisolation = \"sandbox\"\n");
     let stderr = String::from_utf8_lossy(&env.run(&["list"]).stderr).to_string();
     assert!(
-        stderr.contains("in_process") && stderr.contains("process"),
+        stderr.contains("in-process") && stderr.contains("process"),
         "{stderr}"
     );
 

@@ -238,7 +238,7 @@ fn inner_plan(env: &Env) -> PathBuf {
         format!(
             "[host]\nmodule_path = [\"{}\"]\naudit_log = \"inner-audit.jsonl\"\n\n\
              [[tools]]\nmodule = \"fixture\"\n\n\
-             [[tools]]\npath = \"{}\"\nprefix = \"c_\"\nisolation = \"in_process\"\n",
+             [[tools]]\npath = \"{}\"\nprefix = \"c_\"\nisolation = \"in-process\"\n",
             target_dir().display(),
             module_file("toolhost_fixture_crashy").display()
         ),

@@ -458,7 +458,7 @@ mod tests {
     fn isolation_defaults_by_source_and_the_plan_overrides() {
         let plan = Plan::parse(
             "[[tools]]\nmodule = \"a\"\n[[tools]]\npath = \"b.so\"\n\
-             [[tools]]\npath = \"c.so\"\nisolation = \"in_process\"\n",
+             [[tools]]\npath = \"c.so\"\nisolation = \"in-process\"\n",
             Path::new("/p/p.toml"),
         )
         .unwrap();

@@ -152,7 +152,7 @@ pub struct ToolsEntry {
     pub config: toml::Table,
     /// At most this many of the module's calls run at once.
     pub max_concurrent: Option<usize>,
-    /// Where the module's code runs: `in_process` or `process`.
+    /// Where the module's code runs: `in-process` or `process`.
     pub isolation: Option<Isolation>,
     /// Address-space cap of an isolated module's worker, in MiB.
     pub memory_limit_mb: Option<u64>,
@@ -160,11 +160,13 @@ pub struct ToolsEntry {
     pub mcp: Option<McpSource>,
 }
 
-/// Where a module's code runs.
+/// Where a module's code runs (`"in-process"`, as DESIGN.md spells it, or
+/// `"in_process"`; `"process"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Isolation {
     /// Loaded into the host process: fastest, trusted completely.
+    #[serde(rename = "in-process", alias = "in_process")]
     InProcess,
     /// Loaded into a worker process (the `toolhost` binary re-executed):
     /// a crash ends the worker, not the host.
