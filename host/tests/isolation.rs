@@ -295,3 +295,80 @@ fn isolation_keys_are_checked() {
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(text.contains("isolated module"), "{text}");
 }
+
+/// Pids whose parent is `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: comm may hold spaces, so split after ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn the_worker_dies_with_the_host() {
+    let env = Env::new(&isolated_plan(""));
+    let mut cmd = tokio::process::Command::from(env.command());
+    cmd.arg("serve");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn toolhost serve");
+    let host_pid = transport.id().expect("host pid");
+    let client = ().serve(transport).await.expect("initialize");
+    let Value::Object(args) = json!({"message": "up"}) else {
+        unreachable!()
+    };
+    let up = client
+        .call_tool(CallToolRequestParams::new("c_echo").with_arguments(args))
+        .await
+        .expect("call");
+    assert_eq!(up.is_error, Some(false));
+    let workers = children_of(host_pid);
+    assert_eq!(workers.len(), 1, "one worker under the host: {workers:?}");
+    let worker = workers[0];
+    // Stopped, the worker cannot notice its input closing: only the
+    // parent-death signal can end it.
+    // SAFETY: signals to processes this test started.
+    unsafe {
+        libc::kill(worker as i32, libc::SIGSTOP);
+    }
+    let stopped = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(format!("/proc/{worker}/stat"))
+        .map(|s| s.contains(") T "))
+        .unwrap_or(false)
+    {
+        assert!(std::time::Instant::now() < stopped, "worker did not stop");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(host_pid as i32, libc::SIGKILL);
+    }
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while std::path::Path::new(&format!("/proc/{worker}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{worker}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true)
+    {
+        assert!(
+            std::time::Instant::now() < end,
+            "worker {worker} outlived its host"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(client);
+}
