@@ -359,4 +359,14 @@ fn mcp_entries_are_checked() {
         stderr.contains("cannot start MCP server '/nonexistent/mcp-server'"),
         "{stderr}"
     );
+
+    // A program that is no MCP server: the handshake fails, naming how it ended.
+    env.set_plan("[[tools]]\n[tools.mcp]\ncommand = [\"sh\", \"-c\", \"echo not-json-rpc; exit 3\"]\n");
+    let out = env.run(&["list"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("MCP server 'sh' (exited with status 3)"),
+        "{stderr}"
+    );
 }
