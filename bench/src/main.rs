@@ -6,6 +6,7 @@ mod bash;
 mod bash_policy;
 mod filesystem;
 mod host;
+mod isolation;
 mod mcp;
 mod pipeline;
 mod report;
@@ -43,6 +44,7 @@ fn main() -> anyhow::Result<()> {
         ("bash-policy", bash_policy::run),
         ("web", web::run),
         ("mcp", mcp::run),
+        ("isolation", isolation::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

@@ -316,6 +316,11 @@ pub mod codes {
     pub const INVALID_OUTPUT: &str = "invalid_output";
     /// A bug or broken invariant.
     pub const INTERNAL: &str = "internal";
+    /// The process running the tool (an isolated module's worker, a mounted
+    /// MCP server) died during the call; it restarts on the next call.
+    pub const MODULE_CRASHED: &str = "module_crashed";
+    /// The module crashed too often; it answers this until the host restarts.
+    pub const MODULE_FAILED: &str = "module_failed";
 }
 
 /// Why a call failed, in words a model can act on.

@@ -25,6 +25,8 @@ pub struct ModuleReport {
     pub timings: (Duration, Duration),
     /// Why it failed, if it did.
     pub error: Option<String>,
+    /// Where its tools run, when it loaded.
+    pub source: Option<crate::tool::SourceKind>,
 }
 
 impl ModuleReport {
@@ -37,6 +39,7 @@ impl ModuleReport {
             tools: Vec::new(),
             timings: (Duration::ZERO, Duration::ZERO),
             error: None,
+            source: None,
         }
     }
 }
@@ -52,7 +55,7 @@ pub struct Host {
     pub plan: Plan,
     /// Events from the pipeline and the modules.
     pub events: Arc<EventBus>,
-    registry: RwLock<Registry>,
+    registry: Arc<RwLock<Registry>>,
     modules: Mutex<Vec<MountedModule>>,
 }
 
@@ -75,7 +78,7 @@ impl Host {
     pub fn load(plan: Plan, keep_going: bool) -> (Host, Vec<ModuleReport>) {
         let host = Host {
             events: EventBus::new(),
-            registry: RwLock::new(Registry::default()),
+            registry: Arc::new(RwLock::new(Registry::default())),
             modules: Mutex::new(Vec::new()),
             plan,
         };
@@ -86,6 +89,7 @@ impl Host {
                 Ok(module) => {
                     report.loaded = Some((module.info.name.clone(), module.info.version.clone()));
                     report.path = Some(module.info.path.clone());
+                    report.source = Some(module.info.source);
                     report.timings = (module.load_time, module.mount_time);
                     report.tools = module.tools.iter().map(|t| t.spec.name.clone()).collect();
                     let added = host
@@ -94,7 +98,10 @@ impl Host {
                         .map_err(|_| "registry lock poisoned".to_string())
                         .and_then(|mut r| r.add_all(&module.tools));
                     match added {
-                        Ok(()) => host.push_module(module),
+                        Ok(()) => {
+                            host.watch(&module);
+                            host.push_module(module)
+                        }
                         Err(e) => report.error = Some(e), // `module` drops here: its cleanup runs
                     }
                 }
@@ -112,6 +119,29 @@ impl Host {
             reports.push(report);
         }
         (host, reports)
+    }
+
+    /// Keeps the registry in step with a source whose tool list changes
+    /// (an MCP server's `tools/list_changed`): its old tools are replaced
+    /// by the new list, all or none.
+    fn watch(&self, module: &MountedModule) {
+        let Some(watch) = &module.info.watch else { return };
+        let registry = Arc::downgrade(&self.registry);
+        let info = Arc::downgrade(&module.info);
+        watch.0.on_change(Arc::new(move |tools: Vec<Arc<MountedTool>>| {
+            let (Some(registry), Some(info)) = (registry.upgrade(), info.upgrade()) else {
+                return;
+            };
+            let Ok(mut registry) = registry.write() else {
+                return;
+            };
+            let old = registry.tools_of(&info);
+            registry.remove_module(&info);
+            if let Err(e) = registry.add_all(&tools) {
+                tracing::error!(module = %info.name, "kept the old tool list: {e}");
+                let _ = registry.add_all(&old);
+            }
+        }));
     }
 
     fn push_module(&self, module: MountedModule) {

@@ -82,6 +82,15 @@ impl Registry {
         all
     }
 
+    /// Every tool of one mounted module.
+    pub fn tools_of(&self, module: &Arc<ModuleInfo>) -> Vec<Arc<MountedTool>> {
+        self.tools
+            .values()
+            .filter(|t| Arc::ptr_eq(&t.module, module))
+            .cloned()
+            .collect()
+    }
+
     /// Removes every tool of one mounted module (at cleanup).
     pub fn remove_module(&mut self, module: &Arc<ModuleInfo>) {
         self.tools.retain(|_, t| !Arc::ptr_eq(&t.module, module));

@@ -20,6 +20,72 @@ pub struct ModuleInfo {
     pub path: std::path::PathBuf,
     /// Caps concurrent calls into the module, when the plan sets one.
     pub limit: Option<Arc<tokio::sync::Semaphore>>,
+    /// Where its tools run, for `check`, `list` and the scheduler.
+    pub source: SourceKind,
+    /// The process its tools run in, when not the host's.
+    pub process: Option<ProcessHandle>,
+    /// For sources whose tool list can change while mounted (MCP servers).
+    pub watch: Option<WatchHandle>,
+}
+
+/// Called with a source's new tool list.
+pub type ToolsChanged = Arc<dyn Fn(Vec<Arc<MountedTool>>) + Send + Sync>;
+
+/// A source whose tool list can change while it is mounted.
+pub trait ToolWatch: Send + Sync {
+    /// Sets what runs (with the new list) when the list changes.
+    fn on_change(&self, callback: ToolsChanged);
+}
+
+/// A module's tool-list watch.
+#[derive(Clone)]
+pub struct WatchHandle(pub Arc<dyn ToolWatch>);
+
+impl std::fmt::Debug for WatchHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WatchHandle")
+    }
+}
+
+/// Where a module's tools run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// A library loaded into the host.
+    Module,
+    /// A library loaded into a worker process (`isolation = "process"`).
+    IsolatedModule,
+    /// A mounted MCP server (`[tools.mcp]`).
+    Mcp,
+}
+
+impl SourceKind {
+    /// The name `check` and `list` show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Module => "module",
+            SourceKind::IsolatedModule => "isolated module",
+            SourceKind::Mcp => "mcp",
+        }
+    }
+}
+
+/// What the pipeline may do to the process a module's tools run in.
+pub trait ProcessControl: Send + Sync {
+    /// Ends the process because a call in it ignored cancellation past the
+    /// grace period, so that the call's thread is not abandoned; every call
+    /// in flight on it is answered. Returns whether there was one to end.
+    fn kill_stuck(&self) -> bool;
+}
+
+/// A module's process, shared by its tools.
+#[derive(Clone)]
+pub struct ProcessHandle(pub Arc<dyn ProcessControl>);
+
+impl std::fmt::Debug for ProcessHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProcessHandle")
+    }
 }
 
 /// One mounted tool.

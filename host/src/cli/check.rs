@@ -30,11 +30,12 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
                     .map(|p| p.display().to_string())
                     .unwrap_or_default();
                 print_stdout(&format!(
-                    "ok    {name} {version} ({path}): {} tool(s) [{}]; load {:.2} ms, mount {:.2} ms",
+                    "ok    {name} {version} ({path}): {} tool(s) [{}]; load {:.2} ms, mount {:.2} ms; source: {}",
                     report.tools.len(),
                     report.tools.join(", "),
                     report.timings.0.as_secs_f64() * 1000.0,
                     report.timings.1.as_secs_f64() * 1000.0,
+                    report.source.map(|s| s.as_str()).unwrap_or("module"),
                 ));
             }
             (Some(error), _) => {

@@ -18,6 +18,7 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
                 json!({
                     "name": t.spec.name,
                     "module": t.module.name,
+                    "source": t.module.source,
                     "effect": t.spec.effect,
                     "summary": summary(&t.spec.description),
                     "aliases": t.spec.aliases,
@@ -52,11 +53,17 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
         .map(|t| t.spec.effect.as_str().len())
         .max()
         .unwrap_or(6);
+    let source_width = tools
+        .iter()
+        .map(|t| t.module.source.as_str().len())
+        .max()
+        .unwrap_or(6);
     for t in &tools {
         print_stdout(&format!(
-            "{:width$}  {:effect_width$}  {}",
+            "{:width$}  {:effect_width$}  {:source_width$}  {}",
             t.spec.name,
             t.spec.effect.as_str(),
+            t.module.source.as_str(),
             summary(&t.spec.description)
         ));
     }

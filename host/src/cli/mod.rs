@@ -67,6 +67,16 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Write a commented toolhost.toml for this folder from a ready plan.
     Init(init::InitArgs),
+    /// Internal: an isolated module's worker process (started by the host).
+    #[command(name = "__worker", hide = true)]
+    Worker {
+        /// The host's pid (the worker exits if it is not its parent).
+        #[arg(long)]
+        parent: u32,
+        /// Address-space cap in MiB.
+        #[arg(long)]
+        memory_limit_mb: Option<u64>,
+    },
 }
 
 /// Exit code: the tool call failed.
@@ -77,6 +87,14 @@ pub const EXIT_USAGE: u8 = 2;
 /// Parses the arguments and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Worker {
+        parent,
+        memory_limit_mb,
+    } = cli.command
+    {
+        logging::init(cli.log_format, "warn");
+        return crate::isolate::worker::main(parent, memory_limit_mb);
+    }
     let default_level = if matches!(cli.command, Command::Check) {
         "info"
     } else {
@@ -132,6 +150,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,
         Command::Batch(args) => batch::run(host.clone(), shutdown.clone(), args).await,
         Command::Serve(args) => serve::run(host.clone(), shutdown.clone(), args).await,
+        Command::Worker { .. } => unreachable_check(),
     };
     host.shutdown();
     match signal.load(Ordering::SeqCst) {

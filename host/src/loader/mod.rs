@@ -2,7 +2,7 @@
 //! version, mount it, and collect its tools under their public names.
 
 mod coordinator;
-mod library;
+pub(crate) mod library;
 pub(crate) mod locate;
 
 use std::path::PathBuf;
@@ -18,8 +18,8 @@ use toolhost_core::ToolSpec;
 pub use coordinator::{log_line, HostCoordinator};
 
 use crate::events::EventBus;
-use crate::plan::{ModuleEntry, ModuleSource, Plan};
-use crate::tool::{ModuleInfo, MountedTool};
+use crate::plan::{Isolation, ModuleEntry, ModuleSource, Plan};
+use crate::tool::{ModuleInfo, MountedTool, SourceKind};
 
 /// A module that mounted: its tools, and the cleanup still owed.
 pub struct MountedModule {
@@ -35,6 +35,24 @@ pub struct MountedModule {
 }
 
 impl MountedModule {
+    /// A mounted module from its parts (for sources other than an
+    /// in-process library: isolated workers, MCP servers).
+    pub(crate) fn new(
+        info: Arc<ModuleInfo>,
+        tools: Vec<Arc<MountedTool>>,
+        load_time: Duration,
+        mount_time: Duration,
+        cleanup: Option<FfiCleanupBox>,
+    ) -> Self {
+        MountedModule {
+            info,
+            tools,
+            load_time,
+            mount_time,
+            cleanup,
+        }
+    }
+
     /// Drops the module's tools, then runs its cleanup (once).
     pub fn cleanup(&mut self) {
         self.tools.clear();
@@ -61,9 +79,75 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
             locate::exists(path)?;
             path.clone()
         }
+        ModuleSource::Mcp(mcp) => return crate::source::mcp::mount(entry, mcp, plan, events),
     };
+    if entry.isolation == Isolation::Process {
+        return crate::isolate::mount(entry, plan, events, &path);
+    }
     let library = library::open(&path, &label)?;
     let manifest = library.manifest;
+    check_manifest(entry, &manifest, &path)?;
+    let load_time = started.elapsed();
+
+    let info = Arc::new(ModuleInfo {
+        name: manifest.name.clone(),
+        version: manifest.version.clone(),
+        description: manifest.description.clone(),
+        path: path.clone(),
+        limit: concurrency_limit(entry),
+        source: SourceKind::Module,
+        process: None,
+        watch: None,
+    });
+    let envelope = envelope(entry, plan, &manifest.name)?;
+    let host_side = coordinator::HostCoordinator::new(&manifest.name, events.clone());
+    let ffi = FfiCoordinator_TO::from_value(host_side.clone(), TD_Opaque);
+
+    let mount_started = Instant::now();
+    let outcome = (library.module.mount())(ffi, RStr::from_str(&envelope));
+    let registered = host_side.close();
+    let mut module = MountedModule {
+        info: info.clone(),
+        tools: Vec::new(),
+        load_time,
+        mount_time: mount_started.elapsed(),
+        cleanup: None,
+    };
+    match outcome {
+        RResult::ROk(cleanup) => module.cleanup = Some(cleanup),
+        RResult::RErr(message) => {
+            return Err(format!("module '{label}': mount failed: {message}"));
+        }
+    }
+
+    for ffi_tool in registered {
+        let spec_text = ffi_tool.spec();
+        let (spec, module_name) = public_spec(entry, plan, spec_text.as_str())?;
+        module.tools.push(Arc::new(MountedTool::new(
+            spec,
+            module_name,
+            info.clone(),
+            ffi_tool,
+        )));
+    }
+    Ok(module)
+}
+
+/// The module's concurrency cap, from the plan.
+pub(crate) fn concurrency_limit(entry: &ModuleEntry) -> Option<Arc<tokio::sync::Semaphore>> {
+    entry
+        .max_concurrent
+        .map(|n| Arc::new(tokio::sync::Semaphore::new(n)))
+}
+
+/// Checks a library's manifest against the plan entry: the name it was
+/// looked up by, and the version requirement.
+pub(crate) fn check_manifest(
+    entry: &ModuleEntry,
+    manifest: &toolhost_core::Manifest,
+    path: &std::path::Path,
+) -> Result<(), String> {
+    let label = entry.label();
     if let ModuleSource::Name(name) = &entry.source {
         if manifest.name.replace('-', "_") != name.replace('-', "_") {
             return Err(format!(
@@ -88,17 +172,11 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
             ));
         }
     }
-    let load_time = started.elapsed();
+    Ok(())
+}
 
-    let info = Arc::new(ModuleInfo {
-        name: manifest.name.clone(),
-        version: manifest.version.clone(),
-        description: manifest.description.clone(),
-        path: path.clone(),
-        limit: entry
-            .max_concurrent
-            .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
-    });
+/// The mount envelope (config and host facts) as JSON text.
+pub(crate) fn envelope(entry: &ModuleEntry, plan: &Plan, module_name: &str) -> Result<String, String> {
     let envelope = MountEnvelope {
         config: entry.config.clone(),
         host: HostInfo {
@@ -107,49 +185,43 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
             state_dir: plan
                 .state_dir()
                 .join("modules")
-                .join(&manifest.name)
+                .join(module_name)
                 .to_string_lossy()
                 .into_owned(),
         },
     };
-    let envelope = serde_json::to_string(&envelope).map_err(|e| format!("module '{label}': {e}"))?;
-    let host_side = coordinator::HostCoordinator::new(&manifest.name, events.clone());
-    let ffi = FfiCoordinator_TO::from_value(host_side.clone(), TD_Opaque);
+    serde_json::to_string(&envelope).map_err(|e| format!("module '{}': {e}", entry.label()))
+}
 
-    let mount_started = Instant::now();
-    let outcome = (library.module.mount())(ffi, RStr::from_str(&envelope));
-    let registered = host_side.close();
-    let mut module = MountedModule {
-        info: info.clone(),
-        tools: Vec::new(),
-        load_time,
-        mount_time: mount_started.elapsed(),
-        cleanup: None,
-    };
-    match outcome {
-        RResult::ROk(cleanup) => module.cleanup = Some(cleanup),
-        RResult::RErr(message) => {
-            return Err(format!("module '{label}': mount failed: {message}"));
+/// A registered tool's spec under its public (prefixed) names, with the
+/// plan's `[policy.tools.NAME] effect` applied; and the name the source
+/// knows it by.
+pub(crate) fn public_spec(
+    entry: &ModuleEntry,
+    plan: &Plan,
+    spec_text: &str,
+) -> Result<(ToolSpec, String), String> {
+    let spec: ToolSpec = serde_json::from_str(spec_text).map_err(|e| {
+        format!(
+            "module '{}': a tool's spec is not a valid ToolSpec: {e}",
+            entry.label()
+        )
+    })?;
+    Ok(prefixed(entry, plan, spec))
+}
+
+/// `spec` under its public names, with the plan's effect override applied.
+pub(crate) fn prefixed(entry: &ModuleEntry, plan: &Plan, mut spec: ToolSpec) -> (ToolSpec, String) {
+    let module_name = spec.name.clone();
+    if !entry.prefix.is_empty() {
+        spec.name = format!("{}{}", entry.prefix, spec.name);
+        for alias in &mut spec.aliases {
+            *alias = format!("{}{}", entry.prefix, alias);
         }
     }
-
-    for ffi_tool in registered {
-        let spec_text = ffi_tool.spec();
-        let mut spec: ToolSpec = serde_json::from_str(spec_text.as_str())
-            .map_err(|e| format!("module '{label}': a tool's spec is not a valid ToolSpec: {e}"))?;
-        let module_name = spec.name.clone();
-        if !entry.prefix.is_empty() {
-            spec.name = format!("{}{}", entry.prefix, spec.name);
-            for alias in &mut spec.aliases {
-                *alias = format!("{}{}", entry.prefix, alias);
-            }
-        }
-        module.tools.push(Arc::new(MountedTool::new(
-            spec,
-            module_name,
-            info.clone(),
-            ffi_tool,
-        )));
+    if let Some(effect) = plan.policy.tools.get(&spec.name).and_then(|rule| rule.effect) {
+        spec.effect = effect;
+        spec.annotations = effect.default_annotations();
     }
-    Ok(module)
+    (spec, module_name)
 }

@@ -163,6 +163,9 @@ pub fn settle(
 /// The host's answer for a call whose tool ignored cancellation (for `why`)
 /// past the grace period.
 pub fn abandoned(tool: &MountedTool, id: &str, why: Status, limits: &Limits) -> ToolResult {
+    if let Some(result) = crate::isolate::ended_stuck(tool, id, why, limits) {
+        return result;
+    }
     tracing::warn!(tool = tool.name(), call = %id, "tool ignored cancellation; abandoning its thread");
     let (code, what) = match why {
         Status::Timeout => (

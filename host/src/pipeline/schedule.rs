@@ -19,13 +19,18 @@ pub struct Access {
     pub serial: bool,
     /// Resource keys (normalized) and how they are used.
     pub keys: Vec<(String, AccessMode)>,
+    /// The tool changes something (its effect is not read-only).
+    pub mutation: bool,
+    /// A foreign (MCP) read-only tool that declares no resource keys: it
+    /// may read anything, so it conflicts with every mutation.
+    pub reads_anything: bool,
 }
 
 /// The resources a call touches, from its tool's spec and its input. Path
 /// values are normalized against the working folder so `a.txt` and
 /// `./a.txt` are one key.
 pub fn access(tool: &MountedTool, input: &Value, working_dir: &Path) -> Access {
-    let keys = tool
+    let keys: Vec<(String, AccessMode)> = tool
         .spec
         .execution
         .resource_keys
@@ -40,9 +45,15 @@ pub fn access(tool: &MountedTool, input: &Value, working_dir: &Path) -> Access {
             Some((text, key.mode))
         })
         .collect();
+    let mutation = !tool.spec.annotations.read_only;
+    // A foreign tool says nothing about what it touches: without resource
+    // keys it conflicts with every write (a mutating one runs alone).
+    let foreign = tool.module.source == crate::tool::SourceKind::Mcp && keys.is_empty();
     Access {
-        serial: tool.spec.execution.serial,
+        serial: tool.spec.execution.serial || (foreign && mutation),
         keys,
+        mutation,
+        reads_anything: foreign && !mutation,
     }
 }
 
@@ -51,8 +62,11 @@ pub fn groups(accesses: &[Access]) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut current: Vec<usize> = Vec::new();
     let mut held: HashMap<&str, AccessMode> = HashMap::new();
+    let (mut group_mutates, mut group_reads_anything) = (false, false);
     for (i, access) in accesses.iter().enumerate() {
         let conflicts = access.serial
+            || (access.reads_anything && group_mutates)
+            || (access.mutation && group_reads_anything)
             || access
                 .keys
                 .iter()
@@ -64,8 +78,11 @@ pub fn groups(accesses: &[Access]) -> Vec<Vec<usize>> {
         if conflicts && !current.is_empty() {
             groups.push(std::mem::take(&mut current));
             held.clear();
+            (group_mutates, group_reads_anything) = (false, false);
         }
         current.push(i);
+        group_mutates |= access.mutation;
+        group_reads_anything |= access.reads_anything;
         for (key, mode) in &access.keys {
             let entry = held.entry(key.as_str()).or_insert(*mode);
             if *mode == AccessMode::Write {
@@ -75,6 +92,7 @@ pub fn groups(accesses: &[Access]) -> Vec<Vec<usize>> {
         if access.serial {
             groups.push(std::mem::take(&mut current));
             held.clear();
+            (group_mutates, group_reads_anything) = (false, false);
         }
     }
     if !current.is_empty() {
@@ -89,8 +107,8 @@ mod tests {
 
     fn a(keys: &[(&str, AccessMode)]) -> Access {
         Access {
-            serial: false,
             keys: keys.iter().map(|(k, m)| (k.to_string(), *m)).collect(),
+            ..Access::default()
         }
     }
 
@@ -105,7 +123,7 @@ mod tests {
             a(&[("x", Read)]),  // conflicts with the write of x
             Access {
                 serial: true,
-                keys: vec![],
+                ..Access::default()
             },
             a(&[]),
         ];
@@ -113,6 +131,28 @@ mod tests {
             groups(&calls),
             vec![vec![0, 1, 2], vec![3], vec![4], vec![5], vec![6]]
         );
+    }
+
+    #[test]
+    fn a_foreign_reader_without_keys_conflicts_with_every_mutation() {
+        let foreign_read = Access {
+            reads_anything: true,
+            ..Access::default()
+        };
+        let native_write = Access {
+            mutation: true,
+            ..Access::default()
+        };
+        let native_read = Access::default();
+        let calls = vec![
+            native_read.clone(),
+            foreign_read.clone(),
+            native_read,
+            native_write.clone(), // conflicts with the foreign read
+            foreign_read,         // conflicts with the write
+            native_write,
+        ];
+        assert_eq!(groups(&calls), vec![vec![0, 1, 2], vec![3], vec![4], vec![5]]);
     }
 
     #[test]

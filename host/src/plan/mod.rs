@@ -16,7 +16,8 @@ use serde_json::Value;
 pub use discover::{discover, user_plan_file, Discovered, Origin, BUILT_IN_NAME, PROJECT_FILE};
 pub use ready::{ready_plan, READY_PLANS};
 pub use schema::{
-    Decision, HookEntry, HookEvent, HookFailure, HostSection, PolicySection, ToolRule, ToolsEntry,
+    Decision, HookEntry, HookEvent, HookFailure, HostSection, Isolation, McpSource, PolicySection, ToolRule,
+    ToolsEntry,
 };
 
 /// A plan ready to load: parsed, checked, with paths made absolute.
@@ -55,15 +56,34 @@ pub struct ModuleEntry {
     pub config: Value,
     /// At most this many of the module's calls run at once.
     pub max_concurrent: Option<usize>,
+    /// Where the module's code runs (resolved: entry, else
+    /// `host.default_isolation`, else by source; see [`default_isolation`]).
+    pub isolation: Isolation,
+    /// Address-space cap of an isolated worker, in MiB.
+    pub memory_limit_mb: Option<u64>,
 }
 
 /// Where a module's library comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ModuleSource {
     /// Found by name on the module path.
     Name(String),
     /// An explicit file.
     Path(PathBuf),
+    /// An MCP server, `${ENV}` expanded.
+    Mcp(McpSource),
+}
+
+/// The isolation of an entry that names none, when `host.default_isolation`
+/// is unset: a module found by name on the module path is first-party (built
+/// with the host, reviewed with it) and runs in-process, where calls are
+/// cheapest; a library named by `path` is someone else's file and runs in a
+/// worker process, so its crashes cost one call, not the host.
+pub fn default_isolation(source: &ModuleSource) -> Isolation {
+    match source {
+        ModuleSource::Name(_) => Isolation::InProcess,
+        ModuleSource::Path(_) | ModuleSource::Mcp(_) => Isolation::Process,
+    }
 }
 
 impl ModuleEntry {
@@ -75,6 +95,17 @@ impl ModuleEntry {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| path.display().to_string()),
+            ModuleSource::Mcp(mcp) => match (&mcp.url, mcp.command.first()) {
+                (Some(url), _) => format!("mcp:{url}"),
+                (None, Some(program)) => format!(
+                    "mcp:{}",
+                    Path::new(program)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| program.clone())
+                ),
+                (None, None) => "mcp".into(),
+            },
         }
     }
 }
@@ -180,8 +211,9 @@ impl Plan {
         let mut tools = Vec::with_capacity(raw.tools.len());
         for (index, entry) in raw.tools.iter().enumerate() {
             let which = format!("[[tools]] #{}", index + 1);
-            let source = match (&entry.module, &entry.path) {
-                (Some(name), None) => {
+            let source = match (&entry.module, &entry.path, &entry.mcp) {
+                (None, None, Some(mcp)) => ModuleSource::Mcp(mcp_source(mcp, &which).map_err(invalid)?),
+                (Some(name), None, None) => {
                     if name.is_empty()
                         || !name
                             .chars()
@@ -193,18 +225,43 @@ impl Plan {
                     }
                     ModuleSource::Name(name.clone())
                 }
-                (None, Some(path)) => ModuleSource::Path(resolve(path)?),
-                (Some(_), Some(_)) => {
+                (None, Some(path), None) => ModuleSource::Path(resolve(path)?),
+                (None, None, None) => {
                     return Err(invalid(format!(
-                        "{which}: give either `module` or `path`, not both"
+                        "{which}: needs `module = \"name\"`, `path = \"file\"` or a `[tools.mcp]` table"
                     )))
                 }
-                (None, None) => {
+                _ => {
                     return Err(invalid(format!(
-                        "{which}: needs `module = \"name\"` or `path = \"file\"`"
+                        "{which}: give exactly one of `module`, `path` or `[tools.mcp]`, not several"
                     )))
                 }
             };
+            let isolation = entry
+                .isolation
+                .or(raw.host.default_isolation)
+                .unwrap_or_else(|| default_isolation(&source));
+            if let ModuleSource::Mcp(_) = source {
+                if entry.isolation == Some(Isolation::InProcess) || entry.memory_limit_mb.is_some() {
+                    return Err(invalid(format!(
+                        "{which}: an MCP server always runs in its own process; drop `isolation` \
+                         and `memory_limit_mb` from this entry"
+                    )));
+                }
+                if !entry.config.is_empty() || entry.version.is_some() {
+                    return Err(invalid(format!(
+                        "{which}: `config` and `version` apply to modules, not to `[tools.mcp]`"
+                    )));
+                }
+            } else if entry.memory_limit_mb.is_some() && isolation == Isolation::InProcess {
+                return Err(invalid(format!(
+                    "{which}: memory_limit_mb needs `isolation = \"process\"`: an in-process module \
+                     shares the host's memory and cannot be capped"
+                )));
+            }
+            if entry.memory_limit_mb == Some(0) {
+                return Err(invalid(format!("{which}: memory_limit_mb must be at least 1")));
+            }
             let version = entry
                 .version
                 .as_deref()
@@ -228,6 +285,8 @@ impl Plan {
                 prefix: entry.prefix.clone().unwrap_or_default(),
                 config,
                 max_concurrent: entry.max_concurrent,
+                isolation,
+                memory_limit_mb: entry.memory_limit_mb,
             });
         }
 
@@ -282,6 +341,56 @@ impl Plan {
                 .unwrap_or_else(|| PathBuf::from(".toolhost")),
         }
     }
+}
+
+/// `[tools.mcp]` checked (a command or a URL, not both) with `${ENV}`
+/// expanded in its command, env and headers.
+fn mcp_source(mcp: &McpSource, which: &str) -> Result<McpSource, String> {
+    let expand = |s: &str| env_expand::expand_str(s).map_err(|e| format!("{which}: [tools.mcp]: {e}"));
+    match (mcp.command.is_empty(), &mcp.url) {
+        (false, Some(_)) => {
+            return Err(format!(
+                "{which}: [tools.mcp] takes `command` (stdio) or `url` (streamable HTTP), not both"
+            ))
+        }
+        (true, None) => {
+            return Err(format!(
+                "{which}: [tools.mcp] needs `command = [\"program\", …]` or `url = \"https://…\"`"
+            ))
+        }
+        _ => {}
+    }
+    if mcp.command.first().is_some_and(|p| p.is_empty()) {
+        return Err(format!("{which}: [tools.mcp] `command` needs a program"));
+    }
+    if let Some(url) = &mcp.url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!(
+                "{which}: [tools.mcp] url '{url}' must start with http:// or https://"
+            ));
+        }
+    }
+    if mcp.url.is_none() && !mcp.headers.is_empty() {
+        return Err(format!(
+            "{which}: [tools.mcp] `headers` apply to `url` servers only"
+        ));
+    }
+    if mcp.url.is_some() && !mcp.env.is_empty() {
+        return Err(format!(
+            "{which}: [tools.mcp] `env` applies to `command` servers only"
+        ));
+    }
+    let expand_map = |map: &std::collections::BTreeMap<String, String>| {
+        map.iter()
+            .map(|(k, v)| Ok((k.clone(), expand(v)?)))
+            .collect::<Result<_, String>>()
+    };
+    Ok(McpSource {
+        command: mcp.command.iter().map(|s| expand(s)).collect::<Result<_, _>>()?,
+        env: expand_map(&mcp.env)?,
+        url: mcp.url.as_deref().map(expand).transpose()?,
+        headers: expand_map(&mcp.headers)?,
+    })
 }
 
 /// 1-based line and column of a byte offset.
@@ -355,8 +464,58 @@ mod tests {
     }
 
     #[test]
+    fn isolation_defaults_by_source_and_the_plan_overrides() {
+        let plan = Plan::parse(
+            "[[tools]]\nmodule = \"a\"\n[[tools]]\npath = \"b.so\"\n\
+             [[tools]]\npath = \"c.so\"\nisolation = \"in-process\"\n",
+            Path::new("/p/p.toml"),
+        )
+        .unwrap();
+        let got: Vec<_> = plan.tools.iter().map(|t| t.isolation).collect();
+        assert_eq!(
+            got,
+            [Isolation::InProcess, Isolation::Process, Isolation::InProcess]
+        );
+        let plan = Plan::parse(
+            "[host]\ndefault_isolation = \"process\"\n[[tools]]\nmodule = \"a\"\n",
+            Path::new("/p/p.toml"),
+        )
+        .unwrap();
+        assert_eq!(plan.tools[0].isolation, Isolation::Process);
+    }
+
+    #[test]
+    fn mcp_sources_are_checked_and_expanded() {
+        std::env::set_var("TOOLHOST_TEST_MCP_TOKEN", "s3cret");
+        let plan = Plan::parse(
+            "[[tools]]\n[tools.mcp]\nurl = \"http://127.0.0.1:9/mcp\"\n\
+             headers = { Authorization = \"Bearer ${TOOLHOST_TEST_MCP_TOKEN}\" }\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        match &plan.tools[0].source {
+            ModuleSource::Mcp(mcp) => {
+                assert_eq!(mcp.headers["Authorization"], "Bearer s3cret")
+            }
+            other => panic!("{other:?}"),
+        }
+        for (bad, says) in [
+            ("[tools.mcp]\n", "needs `command"),
+            ("[tools.mcp]\nurl = \"ftp://x\"\n", "must start with http"),
+            ("[tools.mcp]\ncommand = [\"\"]\n", "needs a program"),
+            (
+                "memory_limit_mb = 5\n[tools.mcp]\ncommand = [\"x\"]\n",
+                "its own process",
+            ),
+        ] {
+            let err = Plan::parse(&format!("[[tools]]\n{bad}"), Path::new("p.toml")).unwrap_err();
+            assert!(err.to_string().contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn module_and_path_are_exclusive() {
         let err = Plan::parse("[[tools]]\nmodule = \"a\"\npath = \"b\"\n", Path::new("p.toml")).unwrap_err();
-        assert!(err.to_string().contains("not both"));
+        assert!(err.to_string().contains("exactly one of"));
     }
 }

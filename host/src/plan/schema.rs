@@ -47,6 +47,9 @@ pub struct HostSection {
     /// At most this many calls of a batch run at once.
     #[serde(default = "default_batch_concurrency")]
     pub batch_concurrency: usize,
+    /// Isolation for `[[tools]]` entries that do not set their own
+    /// (unset: `module` entries in-process, `path` entries in a process).
+    pub default_isolation: Option<Isolation>,
 }
 
 impl Default for HostSection {
@@ -61,6 +64,7 @@ impl Default for HostSection {
             cancel_grace_ms: default_cancel_grace_ms(),
             audit_inputs: false,
             batch_concurrency: default_batch_concurrency(),
+            default_isolation: None,
         }
     }
 }
@@ -148,6 +152,42 @@ pub struct ToolsEntry {
     pub config: toml::Table,
     /// At most this many of the module's calls run at once.
     pub max_concurrent: Option<usize>,
+    /// Where the module's code runs: `in-process` or `process`.
+    pub isolation: Option<Isolation>,
+    /// Address-space cap of an isolated module's worker, in MiB.
+    pub memory_limit_mb: Option<u64>,
+    /// Or an MCP server to mount (instead of `module` or `path`).
+    pub mcp: Option<McpSource>,
+}
+
+/// Where a module's code runs (`"in-process"`, as DESIGN.md spells it, or
+/// `"in_process"`; `"process"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Loaded into the host process: fastest, trusted completely.
+    #[serde(rename = "in-process", alias = "in_process")]
+    InProcess,
+    /// Loaded into a worker process (the `toolhost` binary re-executed):
+    /// a crash ends the worker, not the host.
+    Process,
+}
+
+/// `[tools.mcp]`: an MCP server mounted as a tool source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSource {
+    /// Program and arguments of a stdio server.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Extra environment for the stdio server; `${ENV}` expands.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Or the URL of a streamable HTTP server.
+    pub url: Option<String>,
+    /// HTTP headers for `url`; `${ENV}` expands.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// allow, ask or deny.
@@ -191,4 +231,7 @@ pub struct ToolRule {
     pub aliases: Vec<String>,
     /// At most this many calls per host process.
     pub max_calls: Option<u64>,
+    /// Overrides the tool's declared effect (for MCP tools, whose effect
+    /// otherwise comes from their annotations).
+    pub effect: Option<Effect>,
 }

@@ -1,0 +1,124 @@
+//! The worker protocol: one JSON object per line, both ways.
+//!
+//! Host to worker: `open` (the library file), `mount` (the envelope),
+//! `call` (a `CallRequest`, with the tool's name and the time left),
+//! `cancel`; end of input means "clean up and exit". Worker to host:
+//! `manifest`, `mounted` (the tools' specs), `result`, `progress`, `log`,
+//! `event`, `events` (names contributed), `error` (open or mount failed).
+//! The ABI's own JSON (spec, call, result) crosses untouched, as `body`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// What a frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Host: open the library at `text`.
+    Open,
+    /// Worker: the library's manifest, in `body`.
+    Manifest,
+    /// Host: mount with the envelope in `body`.
+    Mount,
+    /// Worker: mounted; `list` holds each tool's spec as JSON text.
+    Mounted,
+    /// Host: run `body` (a CallRequest) on the tool named `text`.
+    Call,
+    /// Host: cancel call `id`.
+    Cancel,
+    /// Worker: call `id` answered `body` (a ToolResult).
+    Result,
+    /// Worker: call `id` reported progress `body`.
+    Progress,
+    /// Worker: a log line (`level`, `text`), of call `id` if set.
+    Log,
+    /// Worker: the module emitted event `text` with payload `body`.
+    Event,
+    /// Worker: the module contributed the event names in `list`.
+    Events,
+    /// Worker: `open` or `mount` failed, with the message in `text`.
+    Error,
+}
+
+/// One line of the protocol.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Frame {
+    /// What it is.
+    pub t: Kind,
+    /// The call it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// JSON carried as is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Box<RawValue>>,
+    /// A name, path or message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Specs or event names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<Vec<String>>,
+    /// Log level (toolhost_core::abi::level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
+    /// Milliseconds left before the call's deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+}
+
+impl Frame {
+    /// A frame of kind `t` with nothing else set.
+    pub fn new(t: Kind) -> Self {
+        Frame {
+            t,
+            id: None,
+            body: None,
+            text: None,
+            list: None,
+            level: None,
+            deadline_ms: None,
+        }
+    }
+
+    /// Sets the call id.
+    pub fn id(mut self, id: u64) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Sets the text.
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
+    /// Carries `json` as the body. Text that is not JSON, or that spans
+    /// lines (which would break the framing), is re-encoded: as compact JSON
+    /// when it parses, else as a JSON string (which the host then rejects as
+    /// a malformed result, as it would in-process).
+    pub fn body(mut self, json: &str) -> Self {
+        let raw = if json.contains('\n') {
+            match serde_json::from_str::<serde_json::Value>(json) {
+                Ok(value) => serde_json::value::to_raw_value(&value).ok(),
+                Err(_) => serde_json::value::to_raw_value(json).ok(),
+            }
+        } else {
+            RawValue::from_string(json.to_owned())
+                .ok()
+                .or_else(|| serde_json::value::to_raw_value(json).ok())
+        };
+        self.body = raw;
+        self
+    }
+
+    /// The frame as one line, newline included.
+    pub fn line(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec(self).unwrap_or_else(|_| br#"{"t":"error"}"#.to_vec());
+        out.push(b'\n');
+        out
+    }
+
+    /// The body's JSON text, or `null`.
+    pub fn body_text(&self) -> &str {
+        self.body.as_deref().map(RawValue::get).unwrap_or("null")
+    }
+}

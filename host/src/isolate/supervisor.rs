@@ -1,0 +1,533 @@
+//! The host's side of one isolated module: its worker process, the calls
+//! in flight on it, and what happens when it dies (every in-flight call is
+//! answered `module_crashed`; the next call restarts it, after a backoff;
+//! five crashes in a minute and the module answers `module_failed`).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use abi_stable::std_types::RStr;
+use serde_json::{json, Value};
+use toolhost_core::abi::{level, FfiContextRef, NO_DEADLINE};
+use toolhost_core::wire::codes;
+use toolhost_core::{Manifest, Status, ToolResult};
+
+use super::exit::{self, Ended};
+use super::frame::{Frame, Kind};
+use super::ledger::Ledger;
+use crate::events::EventBus;
+use crate::loader::log_line;
+
+/// The program re-executed as the worker: this executable unless an
+/// embedder said otherwise with [`set_worker_program`].
+static WORKER_PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the `toolhost` binary to run workers with, for programs that embed
+/// the host library (their own executable has no worker subcommand).
+/// Only the first call counts.
+pub fn set_worker_program(path: PathBuf) {
+    let _ = WORKER_PROGRAM.set(path);
+}
+
+fn worker_program() -> std::io::Result<PathBuf> {
+    match WORKER_PROGRAM.get() {
+        Some(path) => Ok(path.clone()),
+        None => std::env::current_exe(),
+    }
+}
+
+/// What one call hears from the reader thread.
+enum Reply {
+    Progress(String),
+    Log(u8, String),
+    Done(String),
+    Crashed(Ended),
+}
+
+/// How to start the worker again.
+struct Launch {
+    library: PathBuf,
+    label: String,
+    memory_limit_mb: Option<u64>,
+    /// The mount envelope, known after the first start.
+    envelope: Mutex<Option<String>>,
+}
+
+/// A running worker.
+struct Live {
+    pid: u32,
+    /// Its stdin; `None` once closed (shutdown).
+    input: Mutex<Option<ChildStdin>>,
+    /// Calls waiting for an answer; `None` once the worker is dead.
+    pending: Mutex<Option<HashMap<u64, mpsc::Sender<Reply>>>>,
+    /// Killed by the host because a call ignored cancellation.
+    killed: AtomicBool,
+    /// Being shut down by the host (not a crash).
+    closing: AtomicBool,
+}
+
+impl Live {
+    fn send(&self, frame: &Frame) -> std::io::Result<()> {
+        let line = frame.line();
+        let mut input = self.input.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(input) = input.as_mut() else {
+            return Err(std::io::Error::other("the worker's input is closed"));
+        };
+        input.write_all(&line)?;
+        input.flush()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    live: Option<Arc<Live>>,
+    ledger: Ledger,
+}
+
+/// One isolated module's worker, restarted as needed.
+pub struct Supervisor {
+    /// The module's name, for messages.
+    name: Mutex<String>,
+    launch: Launch,
+    events: Arc<EventBus>,
+    state: Mutex<State>,
+    next_id: AtomicU64,
+}
+
+/// A started worker and what it said at mount.
+pub struct Started {
+    /// The library's manifest.
+    pub manifest: Manifest,
+    /// Each tool's spec as JSON text.
+    pub specs: Vec<String>,
+    /// Time to start the worker and open the library.
+    pub load_time: Duration,
+}
+
+impl Supervisor {
+    /// A supervisor for the library at `library`, not started yet.
+    pub fn new(
+        library: PathBuf,
+        label: String,
+        memory_limit_mb: Option<u64>,
+        events: Arc<EventBus>,
+    ) -> Arc<Self> {
+        Arc::new(Supervisor {
+            name: Mutex::new(label.clone()),
+            launch: Launch {
+                library,
+                label,
+                memory_limit_mb,
+                envelope: Mutex::new(None),
+            },
+            events,
+            state: Mutex::new(State::default()),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    fn name(&self) -> String {
+        self.name.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Starts the worker for the first time: `envelope` checks the manifest
+    /// and gives the mount envelope.
+    pub fn first_start(
+        self: &Arc<Self>,
+        envelope: impl FnOnce(&Manifest) -> Result<String, String>,
+    ) -> Result<Started, String> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (live, started) = self.start(Some(Box::new(envelope)))?;
+        state.live = Some(live);
+        Ok(started)
+    }
+
+    /// Spawns a worker and walks it through open and mount.
+    #[allow(clippy::type_complexity)]
+    fn start(
+        self: &Arc<Self>,
+        envelope: Option<Box<dyn FnOnce(&Manifest) -> Result<String, String> + '_>>,
+    ) -> Result<(Arc<Live>, Started), String> {
+        let started = std::time::Instant::now();
+        let label = &self.launch.label;
+        let program = worker_program().map_err(|e| {
+            format!("module '{label}': cannot find the toolhost executable to run its worker: {e}")
+        })?;
+        let mut command = Command::new(program);
+        command
+            .arg("__worker")
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(mb) = self.launch.memory_limit_mb {
+            command.arg("--memory-limit-mb").arg(mb.to_string());
+        }
+        let mut child = super::spawn::spawn(command)
+            .map_err(|e| format!("module '{label}': cannot start its worker process: {e}"))?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            return Err(format!("module '{label}': its worker has no pipes"));
+        };
+        let live = Arc::new(Live {
+            pid: child.id(),
+            input: Mutex::new(Some(input)),
+            pending: Mutex::new(Some(HashMap::new())),
+            killed: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+        });
+        let mut reader = BufReader::new(output);
+        let handshake = (|| -> Result<Started, String> {
+            live.send(&Frame::new(Kind::Open).text(self.launch.library.to_string_lossy()))
+                .map_err(|e| format!("cannot talk to its worker: {e}"))?;
+            let manifest_frame = self.expect(&mut reader, Kind::Manifest)?;
+            let manifest: Manifest = serde_json::from_str(manifest_frame.body_text())
+                .map_err(|e| format!("its worker sent a malformed manifest: {e}"))?;
+            *self.name.lock().unwrap_or_else(PoisonError::into_inner) = manifest.name.clone();
+            let load_time = started.elapsed();
+            let text = match envelope {
+                Some(make) => {
+                    let text = make(&manifest)?;
+                    *self
+                        .launch
+                        .envelope
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(text.clone());
+                    text
+                }
+                None => self
+                    .launch
+                    .envelope
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+                    .unwrap_or_else(|| "{}".into()),
+            };
+            live.send(&Frame::new(Kind::Mount).body(&text))
+                .map_err(|e| format!("cannot talk to its worker: {e}"))?;
+            let mounted = self.expect(&mut reader, Kind::Mounted)?;
+            Ok(Started {
+                manifest,
+                specs: mounted.list.unwrap_or_default(),
+                load_time,
+            })
+        })();
+        match handshake {
+            Ok(started) => {
+                let me = self.clone();
+                let watched = live.clone();
+                std::thread::Builder::new()
+                    .name(format!("toolhost-worker-{}", live.pid))
+                    .spawn(move || me.read(watched, reader, child))
+                    .map_err(|e| format!("module '{label}': cannot start its reader thread: {e}"))?;
+                Ok((live, started))
+            }
+            Err(message) => {
+                drop(live);
+                let _ = child.kill();
+                let status = child.wait().ok();
+                let message = if message.starts_with("module '") {
+                    message
+                } else if message == "EOF" {
+                    format!(
+                        "module '{label}': its worker process {} before mounting",
+                        exit::describe(status).why
+                    )
+                } else {
+                    format!("module '{label}': {message}")
+                };
+                Err(message)
+            }
+        }
+    }
+
+    /// Reads frames until one of kind `want`, handling logs and events on
+    /// the way. "EOF" when the worker ends first; the worker's own message
+    /// when it reports an error.
+    fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind) -> Result<Frame, String> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return Err("EOF".into()),
+                Ok(_) => {}
+            }
+            let frame: Frame =
+                serde_json::from_str(&line).map_err(|e| format!("its worker broke the protocol: {e}"))?;
+            match frame.t {
+                t if t == want => return Ok(frame),
+                Kind::Error => return Err(frame.text.unwrap_or_default()),
+                _ => self.side_effect(frame),
+            }
+        }
+    }
+
+    /// Logs and events, which need no call.
+    fn side_effect(&self, frame: Frame) {
+        match frame.t {
+            Kind::Log => log_line(
+                &self.name(),
+                None,
+                frame.level.unwrap_or(level::INFO),
+                frame.text.as_deref().unwrap_or(""),
+            ),
+            Kind::Event => {
+                let payload: Value = serde_json::from_str(frame.body_text()).unwrap_or(Value::Null);
+                self.events.emit(frame.text.as_deref().unwrap_or(""), &payload);
+            }
+            Kind::Events => self.events.contribute(frame.list.unwrap_or_default()),
+            other => tracing::debug!(module = %self.name(), "ignored a {other:?} frame from a worker"),
+        }
+    }
+
+    /// The reader thread: routes the worker's frames to their calls, and
+    /// answers every call in flight when the worker ends.
+    fn read(self: Arc<Self>, live: Arc<Live>, mut reader: BufReader<ChildStdout>, mut child: Child) {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let frame: Frame = match serde_json::from_str(&line) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    tracing::error!(module = %self.name(), "worker broke the protocol ({e}); ending it");
+                    let _ = child.kill();
+                    break;
+                }
+            };
+            let route = |reply: Reply, done: bool| {
+                let mut pending = live.pending.lock().unwrap_or_else(PoisonError::into_inner);
+                let Some(map) = pending.as_mut() else { return };
+                let Some(id) = frame.id else { return };
+                let sender = if done {
+                    map.remove(&id)
+                } else {
+                    map.get(&id).cloned()
+                };
+                if let Some(sender) = sender {
+                    let _ = sender.send(reply);
+                }
+            };
+            match frame.t {
+                Kind::Result => route(Reply::Done(frame.body_text().to_string()), true),
+                Kind::Progress => route(Reply::Progress(frame.body_text().to_string()), false),
+                Kind::Log if frame.id.is_some() => route(
+                    Reply::Log(
+                        frame.level.unwrap_or(level::INFO),
+                        frame.text.clone().unwrap_or_default(),
+                    ),
+                    false,
+                ),
+                _ => self.side_effect(frame),
+            }
+        }
+        drop(reader);
+        let status = child.wait().ok();
+        let mut ended = exit::describe(status);
+        let killed = live.killed.load(Ordering::SeqCst);
+        if killed {
+            ended.why =
+                "was killed by the host because a call ignored cancellation past the grace period".into();
+        }
+        let orphans = live
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_default();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, &live)) {
+            state.live = None;
+        }
+        if !live.closing.load(Ordering::SeqCst) {
+            if !killed {
+                state.ledger.crashed();
+            }
+            tracing::error!(
+                module = %self.name(),
+                pid = live.pid,
+                in_flight = orphans.len(),
+                crashes = state.ledger.recent(),
+                "isolated module's worker {}",
+                ended.why
+            );
+        }
+        drop(state);
+        for (_, sender) in orphans {
+            let _ = sender.send(Reply::Crashed(ended.clone()));
+        }
+    }
+
+    /// The live worker, started (after the backoff) if there is none.
+    fn live(self: &Arc<Self>) -> Result<Arc<Live>, ToolResult> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(live) = &state.live {
+            return Ok(live.clone());
+        }
+        if state.ledger.failed() {
+            return Err(self.failed());
+        }
+        let wait = state.ledger.backoff();
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+        match self.start(None) {
+            Ok((live, _)) => {
+                tracing::info!(module = %self.name(), pid = live.pid, "restarted the isolated module's worker");
+                state.live = Some(live.clone());
+                Ok(live)
+            }
+            Err(message) => {
+                state.ledger.crashed();
+                Err(crashed_result(
+                    &self.name(),
+                    &format!("could not be restarted: {message}"),
+                    json!({}),
+                ))
+            }
+        }
+    }
+
+    fn failed(&self) -> ToolResult {
+        ToolResult::failure(
+            "",
+            Status::Error,
+            codes::MODULE_FAILED,
+            format!(
+                "module '{}' crashed {} times within {}s and is disabled until the host restarts",
+                self.name(),
+                super::ledger::MAX_CRASHES,
+                super::ledger::WINDOW.as_secs()
+            ),
+        )
+    }
+
+    /// Runs one call in the worker and returns its ToolResult as JSON text.
+    /// Blocks until the worker answers or dies.
+    pub fn call(self: &Arc<Self>, tool: &str, call_json: &str, ctx: &FfiContextRef<'_>) -> String {
+        let live = match self.live() {
+            Ok(live) => live,
+            Err(result) => return encode(&result),
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        {
+            let mut pending = live.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            match pending.as_mut() {
+                Some(map) => {
+                    map.insert(id, tx);
+                }
+                None => {
+                    return encode(&crashed_result(&self.name(), "had just ended", json!({})));
+                }
+            }
+        }
+        let mut frame = Frame::new(Kind::Call).id(id).text(tool).body(call_json);
+        let left = ctx.remaining_ms();
+        if left != NO_DEADLINE {
+            frame.deadline_ms = Some(left);
+        }
+        if let Err(e) = live.send(&frame) {
+            // The reader answers when it sees the worker's end.
+            tracing::debug!(module = %self.name(), "could not send a call to the worker: {e}");
+        }
+        let mut cancel_sent = false;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(Reply::Done(text)) => return text,
+                Ok(Reply::Progress(json)) => ctx.progress(RStr::from_str(&json)),
+                Ok(Reply::Log(lvl, message)) => ctx.log(lvl, RStr::from_str(&message)),
+                Ok(Reply::Crashed(ended)) => {
+                    return encode(&crashed_result(&self.name(), &ended.why, ended.details))
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if !cancel_sent && ctx.is_cancelled() {
+                        cancel_sent = true;
+                        let _ = live.send(&Frame::new(Kind::Cancel).id(id));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return encode(&crashed_result(&self.name(), "ended", json!({})))
+                }
+            }
+        }
+    }
+
+    /// Kills the live worker (a call in it ignored cancellation).
+    pub fn kill_stuck(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(live) = &state.live else { return false };
+        live.killed.store(true, Ordering::SeqCst);
+        kill(live.pid);
+        true
+    }
+
+    /// Ends the worker in order: end of input lets it run the module's
+    /// cleanup and exit; one that has not exited within `grace` is killed.
+    pub fn shutdown(&self, grace: Duration) {
+        let live = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .live
+            .take();
+        let Some(live) = live else { return };
+        live.closing.store(true, Ordering::SeqCst);
+        drop(live.input.lock().unwrap_or_else(PoisonError::into_inner).take());
+        let deadline = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < deadline {
+            if live
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_none()
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        kill(live.pid);
+    }
+}
+
+fn kill(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        // SAFETY: kill(2) with a pid of a child we spawned and have not
+        // reaped (the reader thread reaps it only after its pipe closes).
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// `module_crashed`, retryable, naming how the process ended.
+pub fn crashed_result(module: &str, why: &str, details: Value) -> ToolResult {
+    let mut result = ToolResult::failure(
+        "",
+        Status::Error,
+        codes::MODULE_CRASHED,
+        format!(
+            "module '{module}' crashed during the call: its process {why}. The host kept running; \
+             the module restarts on the next call, so retrying is safe if the tool's effect allows it"
+        ),
+    )
+    .with_details(details);
+    if let Some(error) = result.error.as_mut() {
+        error.retryable = true;
+    }
+    result
+}
+
+fn encode(result: &ToolResult) -> String {
+    serde_json::to_string(result).unwrap_or_else(|_| "{}".into())
+}

@@ -1,0 +1,376 @@
+//! The worker process (`toolhost __worker`): loads one module's library and
+//! runs its calls for the host that started it.
+//!
+//! Before anything else it arranges to die with its parent
+//! (`PR_SET_PDEATHSIG`), caps its address space when asked, and moves the
+//! protocol off fds 0 and 1: fd 1 then points at stderr and fd 0 at
+//! `/dev/null`, so a module that prints, reads or closes stdout touches
+//! neither the protocol nor the host's stdout.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::FromRawFd;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::sabi_types::RRef;
+use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
+use toolhost_core::abi::{
+    FfiContext, FfiContext_TO, FfiCoordinator, FfiCoordinator_TO, FfiToolBox, NO_DEADLINE,
+};
+
+use super::frame::{Frame, Kind};
+use crate::cancel::CancelToken;
+
+/// The protocol's output, shared by every thread of the worker.
+#[derive(Clone)]
+struct Out(Arc<Mutex<File>>);
+
+impl Out {
+    fn send(&self, frame: &Frame) {
+        let line = frame.line();
+        let mut out = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if out.write_all(&line).is_err() {
+            // The host is gone: nothing left to serve.
+            std::process::exit(0);
+        }
+    }
+}
+
+/// Runs the worker; `parent` is the host's pid.
+pub fn main(parent: u32, memory_limit_mb: Option<u64>) -> ExitCode {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no
+    // memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    // The parent may have died before the prctl: then we were re-parented.
+    // SAFETY: getppid has no preconditions.
+    if u32::try_from(unsafe { libc::getppid() }).ok() != Some(parent) {
+        return ExitCode::from(1);
+    }
+    if let Some(mb) = memory_limit_mb {
+        let bytes = mb.saturating_mul(1024 * 1024);
+        let limit = libc::rlimit {
+            rlim_cur: bytes,
+            rlim_max: bytes,
+        };
+        // SAFETY: setrlimit reads the struct we pass, which lives on our stack.
+        if unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) } != 0 {
+            eprintln!(
+                "toolhost worker: cannot set the memory limit: {}",
+                std::io::Error::last_os_error()
+            );
+            return ExitCode::from(1);
+        }
+    }
+    let (input, output) = match protocol_fds() {
+        Ok(fds) => fds,
+        Err(e) => {
+            eprintln!("toolhost worker: cannot set up its pipes: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let out = Out(Arc::new(Mutex::new(output)));
+    let mut input = BufReader::new(input);
+    serve(&mut input, &out);
+    ExitCode::SUCCESS
+}
+
+/// Duplicates fds 0 and 1 for the protocol, then points fd 1 at stderr and
+/// fd 0 at `/dev/null`.
+fn protocol_fds() -> std::io::Result<(File, File)> {
+    // SAFETY: dup/dup2/open on fds 0, 1 and 2, which the host set up as
+    // pipes and its stderr; every new fd is owned by exactly one File.
+    unsafe {
+        let input = libc::dup(0);
+        let output = libc::dup(1);
+        if input < 0 || output < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::fcntl(input, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(output, libc::F_SETFD, libc::FD_CLOEXEC);
+        if libc::dup2(2, 1) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::close(null);
+        }
+        Ok((File::from_raw_fd(input), File::from_raw_fd(output)))
+    }
+}
+
+fn read_frame(input: &mut BufReader<File>, line: &mut String) -> Option<Frame> {
+    loop {
+        line.clear();
+        match input.read_line(line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        match serde_json::from_str(line) {
+            Ok(frame) => return Some(frame),
+            Err(e) => eprintln!("toolhost worker: ignored a malformed frame: {e}"),
+        }
+    }
+}
+
+fn serve(input: &mut BufReader<File>, out: &Out) {
+    let mut line = String::new();
+    // open
+    let Some(open) = read_frame(input, &mut line) else {
+        return;
+    };
+    let path = open.text.unwrap_or_default();
+    let label = Path::new(&path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.clone());
+    let library = match crate::loader::library::open(Path::new(&path), &label) {
+        Ok(library) => library,
+        Err(message) => return out.send(&Frame::new(Kind::Error).text(message)),
+    };
+    let manifest = serde_json::to_string(&library.manifest).unwrap_or_else(|_| "{}".into());
+    out.send(&Frame::new(Kind::Manifest).body(&manifest));
+
+    // mount
+    let Some(mount) = read_frame(input, &mut line) else {
+        return;
+    };
+    let coordinator = WorkerCoordinator {
+        out: out.clone(),
+        registered: Arc::new(Mutex::new(Some(Vec::new()))),
+    };
+    let ffi = FfiCoordinator_TO::from_value(coordinator.clone(), TD_Opaque);
+    let outcome = (library.module.mount())(ffi, RStr::from_str(mount.body_text()));
+    let registered = coordinator
+        .registered
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+        .unwrap_or_default();
+    let mut cleanup = match outcome {
+        ROk(cleanup) => cleanup,
+        RErr(message) => {
+            let message = format!("module '{}': mount failed: {message}", library.manifest.name);
+            return out.send(&Frame::new(Kind::Error).text(message));
+        }
+    };
+    let mut tools: HashMap<String, Arc<FfiToolBox>> = HashMap::new();
+    let mut specs = Vec::new();
+    for tool in registered {
+        let spec = tool.spec().into_string();
+        let name = serde_json::from_str::<serde_json::Value>(&spec)
+            .ok()
+            .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_string))
+            .unwrap_or_default();
+        specs.push(spec);
+        tools.insert(name, Arc::new(tool));
+    }
+    let mut mounted = Frame::new(Kind::Mounted);
+    mounted.list = Some(specs);
+    out.send(&mounted);
+
+    // calls, until the host closes our input
+    let running: Arc<Mutex<HashMap<u64, CancelToken>>> = Arc::default();
+    let pool = Pool::new();
+    while let Some(frame) = read_frame(input, &mut line) {
+        match frame.t {
+            Kind::Call => {
+                let id = frame.id.unwrap_or(0);
+                let name = frame.text.clone().unwrap_or_default();
+                let Some(tool) = tools.get(&name).cloned() else {
+                    let result = toolhost_core::ToolResult::failure(
+                        "",
+                        toolhost_core::Status::Error,
+                        toolhost_core::wire::codes::UNKNOWN_TOOL,
+                        format!("the worker has no tool '{name}'"),
+                    );
+                    let text = serde_json::to_string(&result).unwrap_or_default();
+                    out.send(&Frame::new(Kind::Result).id(id).body(&text));
+                    continue;
+                };
+                let cancel = CancelToken::new();
+                running
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id, cancel.clone());
+                let ctx = WorkerContext {
+                    id,
+                    cancel,
+                    deadline: frame
+                        .deadline_ms
+                        .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms))),
+                    out: out.clone(),
+                };
+                let call = frame.body_text().to_string();
+                let (out, running) = (out.clone(), running.clone());
+                pool.run(Box::new(move || {
+                    let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
+                    let result = tool.execute(RStr::from_str(&call), ffi);
+                    running.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                    out.send(&Frame::new(Kind::Result).id(id).body(result.as_str()));
+                }));
+            }
+            Kind::Cancel => {
+                let token = frame.id.and_then(|id| {
+                    running
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get(&id)
+                        .cloned()
+                });
+                if let Some(token) = token {
+                    token.cancel();
+                }
+            }
+            other => eprintln!("toolhost worker: ignored an unexpected {other:?} frame"),
+        }
+    }
+    drop(tools);
+    cleanup.cleanup();
+}
+
+/// Threads that run calls: an idle one takes the next call, and a call
+/// that finds none idle gets a new one.
+struct Pool {
+    jobs: mpsc::Sender<Job>,
+    queue: Arc<Mutex<mpsc::Receiver<Job>>>,
+    idle: Arc<AtomicUsize>,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+impl Pool {
+    fn new() -> Self {
+        let (jobs, queue) = mpsc::channel();
+        Pool {
+            jobs,
+            queue: Arc::new(Mutex::new(queue)),
+            idle: Arc::default(),
+        }
+    }
+
+    fn run(&self, job: Job) {
+        // Reserve an idle thread, or start one with this job.
+        if self
+            .idle
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            if self.jobs.send(job).is_ok() {
+                return;
+            }
+            return;
+        }
+        let (queue, idle) = (self.queue.clone(), self.idle.clone());
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-call".into())
+            .spawn(move || {
+                let mut job = job;
+                loop {
+                    job();
+                    idle.fetch_add(1, Ordering::SeqCst);
+                    let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    match next {
+                        Ok(next) => job = next,
+                        Err(_) => return,
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("toolhost worker: cannot start a call thread: {e}");
+        }
+    }
+}
+
+/// The per-call context a tool in the worker receives.
+struct WorkerContext {
+    id: u64,
+    cancel: CancelToken,
+    deadline: Option<Instant>,
+    out: Out,
+}
+
+impl FfiContext for WorkerContext {
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn wait_cancelled(&self, timeout_ms: u64) -> bool {
+        self.cancel.wait_blocking(Duration::from_millis(timeout_ms))
+    }
+
+    fn remaining_ms(&self) -> u64 {
+        match self.deadline {
+            Some(d) => u64::try_from(d.saturating_duration_since(Instant::now()).as_millis())
+                .unwrap_or(NO_DEADLINE - 1),
+            None => NO_DEADLINE,
+        }
+    }
+
+    fn progress(&self, json: RStr<'_>) {
+        self.out
+            .send(&Frame::new(Kind::Progress).id(self.id).body(json.as_str()));
+    }
+
+    fn log(&self, level: u8, message: RStr<'_>) {
+        let mut frame = Frame::new(Kind::Log).id(self.id).text(message.as_str());
+        frame.level = Some(level);
+        self.out.send(&frame);
+    }
+}
+
+/// The coordinator a module mounted in the worker receives: registrations
+/// stay here, logs and events go to the host.
+#[derive(Clone)]
+struct WorkerCoordinator {
+    out: Out,
+    registered: Arc<Mutex<Option<Vec<FfiToolBox>>>>,
+}
+
+impl FfiCoordinator for WorkerCoordinator {
+    fn register_tool(&self, tool: FfiToolBox) -> RResult<(), RString> {
+        match self
+            .registered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            Some(tools) => {
+                tools.push(tool);
+                ROk(())
+            }
+            None => RErr(RString::from(
+                "tools can only be registered during mount; this module tried after mount returned",
+            )),
+        }
+    }
+
+    fn contribute_events(&self, names_json: RStr<'_>) {
+        let mut frame = Frame::new(Kind::Events);
+        frame.list = serde_json::from_str(names_json.as_str()).ok();
+        self.out.send(&frame);
+    }
+
+    fn emit(&self, event: RStr<'_>, payload_json: RStr<'_>) {
+        self.out.send(
+            &Frame::new(Kind::Event)
+                .text(event.as_str())
+                .body(payload_json.as_str()),
+        );
+    }
+
+    fn log(&self, level: u8, message: RStr<'_>) {
+        let mut frame = Frame::new(Kind::Log).text(message.as_str());
+        frame.level = Some(level);
+        self.out.send(&frame);
+    }
+}

@@ -1,0 +1,149 @@
+//! `[tools.mcp]`: an MCP server mounted as a tool source.
+//!
+//! Each of the server's tools becomes an ordinary [`MountedTool`] whose FFI
+//! object forwards calls to the server, so every stage of the pipeline
+//! (validation, policy, approval, hooks, timeouts, bounding, audit,
+//! idempotency) applies to it exactly as to a native tool.
+
+mod convert;
+mod runtime;
+mod server;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RStr, RString};
+use toolhost_core::abi::{FfiCleanup, FfiCleanup_TO, FfiContextRef, FfiTool, FfiTool_TO};
+
+pub use server::Server;
+
+use crate::events::EventBus;
+use crate::loader::{self, MountedModule};
+use crate::plan::{McpSource, ModuleEntry, Plan};
+use crate::tool::{ModuleInfo, MountedTool, SourceKind, ToolWatch, ToolsChanged, WatchHandle};
+
+/// Connects to the server and mounts its tools.
+pub fn mount(
+    entry: &ModuleEntry,
+    mcp: &McpSource,
+    plan: &Plan,
+    _events: &Arc<EventBus>,
+) -> Result<MountedModule, String> {
+    let started = Instant::now();
+    let label = entry.label();
+    let server = Server::new(label.clone(), mcp.clone());
+    let listed = server.connect()?;
+    let load_time = started.elapsed();
+    let watch = Arc::new(Watch {
+        server: server.clone(),
+        entry: entry.clone(),
+        plan: plan.clone(),
+        info: std::sync::OnceLock::new(),
+    });
+    let info = Arc::new(ModuleInfo {
+        name: label.clone(),
+        version: String::new(),
+        description: format!("MCP server {label}"),
+        path: PathBuf::from(mcp.url.clone().unwrap_or_else(|| mcp.command.join(" "))),
+        limit: loader::concurrency_limit(entry),
+        source: SourceKind::Mcp,
+        process: None,
+        watch: Some(WatchHandle(watch.clone())),
+    });
+    let _ = watch.info.set(Arc::downgrade(&info));
+    let tools = tools_of(entry, plan, &server, &info, &listed);
+    let cleanup = FfiCleanup_TO::from_value(ServerCleanup(server), TD_Opaque);
+    Ok(MountedModule::new(
+        info,
+        tools,
+        load_time,
+        started.elapsed() - load_time,
+        Some(cleanup),
+    ))
+}
+
+/// The server's tools as mounted tools (public names, plan effects).
+fn tools_of(
+    entry: &ModuleEntry,
+    plan: &Plan,
+    server: &Arc<Server>,
+    info: &Arc<ModuleInfo>,
+    listed: &[rmcp::model::Tool],
+) -> Vec<Arc<MountedTool>> {
+    listed
+        .iter()
+        .map(|tool| {
+            let spec = convert::spec(tool);
+            let spec_text = serde_json::to_string(&spec).unwrap_or_default();
+            let (public, name) = loader::prefixed(entry, plan, spec);
+            let ffi = FfiTool_TO::from_value(
+                ServerTool {
+                    server: server.clone(),
+                    name: name.clone(),
+                    spec: spec_text,
+                },
+                TD_Opaque,
+            );
+            Arc::new(MountedTool::new(public, name, info.clone(), ffi))
+        })
+        .collect()
+}
+
+/// Re-reads the server's tools when it sends `tools/list_changed`.
+struct Watch {
+    server: Arc<Server>,
+    entry: ModuleEntry,
+    plan: Plan,
+    info: std::sync::OnceLock<std::sync::Weak<ModuleInfo>>,
+}
+
+impl ToolWatch for Watch {
+    fn on_change(&self, callback: ToolsChanged) {
+        let (server, entry, plan) = (
+            Arc::downgrade(&self.server),
+            self.entry.clone(),
+            self.plan.clone(),
+        );
+        let info = self.info.get().cloned().unwrap_or_default();
+        self.server.set_on_change(Arc::new(move || {
+            let (Some(server), Some(info)) = (server.upgrade(), info.upgrade()) else {
+                return;
+            };
+            match server.tools() {
+                Ok(listed) => {
+                    tracing::info!(server = %server.label(), tools = listed.len(), "the MCP server's tool list changed; refreshed");
+                    callback(tools_of(&entry, &plan, &server, &info, &listed));
+                }
+                Err(e) => tracing::error!(server = %server.label(), "tool list changed, but re-reading it failed: {e}"),
+            }
+        }));
+    }
+}
+
+/// A tool of a mounted server, as the host's FFI object.
+struct ServerTool {
+    server: Arc<Server>,
+    name: String,
+    spec: String,
+}
+
+impl FfiTool for ServerTool {
+    fn spec(&self) -> RString {
+        RString::from(self.spec.as_str())
+    }
+
+    fn execute(&self, _call: RStr<'_>, ctx: FfiContextRef<'_>) -> RString {
+        let result = self.server.call(&self.name, _call.as_str(), &ctx);
+        RString::from(serde_json::to_string(&result).unwrap_or_else(|_| "{}".into()))
+    }
+}
+
+struct ServerCleanup(Arc<Server>);
+
+impl FfiCleanup for ServerCleanup {
+    fn cleanup(&mut self) {
+        self.0.shutdown();
+    }
+}

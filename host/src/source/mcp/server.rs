@@ -1,0 +1,517 @@
+//! One mounted MCP server: its connection (a child process over stdio, or
+//! streamable HTTP), calls with cancellation and progress, and what happens
+//! when it dies (as for an isolated module's worker: the calls in flight
+//! answer `module_crashed`, the next call reconnects after a backoff, and
+//! five crashes in a minute leave the source answering `module_failed`).
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use abi_stable::std_types::RStr;
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, ProgressNotificationParam, ProgressToken, Request, ServerResult,
+    Tool,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use toolhost_core::abi::FfiContextRef;
+use toolhost_core::wire::codes;
+use toolhost_core::{CallRequest, Status, ToolResult};
+
+use super::{convert, runtime};
+use crate::isolate::crashed_result;
+use crate::isolate::exit::{self, Ended};
+use crate::isolate::ledger::{Ledger, MAX_CRASHES, WINDOW};
+use crate::plan::McpSource;
+
+/// How long connecting (spawn, initialize, tools/list) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+type Routes = Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<Reply>>>>;
+
+/// What a waiting call hears.
+enum Reply {
+    Progress(String),
+    Done(Box<ToolResult>),
+    Cancelled,
+    Lost(String),
+}
+
+/// The client side: routes progress to calls, and notes list changes.
+#[derive(Clone)]
+struct Handler {
+    routes: Routes,
+    on_change: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sender = self
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(sender) = sender {
+            let mut report = json!({ "progress": params.progress });
+            if let Some(total) = params.total {
+                report["total"] = json!(total);
+            }
+            if let Some(message) = params.message {
+                report["message"] = json!(message);
+            }
+            let _ = sender.send(Reply::Progress(report.to_string()));
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        (self.on_change)();
+    }
+}
+
+/// A live connection.
+struct Conn {
+    peer: Peer<RoleClient>,
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
+    /// The stdio server's process group, to end it and its children.
+    pgid: Option<i32>,
+    /// How the stdio server ended, once it has.
+    ended: Mutex<Option<Ended>>,
+    closing: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    live: Option<Arc<Conn>>,
+    ledger: Ledger,
+}
+
+/// One `[tools.mcp]` server.
+pub struct Server {
+    label: String,
+    source: McpSource,
+    routes: Routes,
+    state: Mutex<State>,
+    /// Run (on the MCP runtime) when the server says its tool list changed.
+    on_change: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+}
+
+impl Server {
+    /// A server not connected yet.
+    pub fn new(label: String, source: McpSource) -> Arc<Self> {
+        Arc::new(Server {
+            label,
+            source,
+            routes: Arc::default(),
+            state: Mutex::new(State::default()),
+            on_change: Mutex::new(None),
+        })
+    }
+
+    /// The label messages name it by.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Sets what runs when the server's tool list changes.
+    pub fn set_on_change(&self, callback: Arc<dyn Fn() + Send + Sync>) {
+        *self.on_change.lock().unwrap_or_else(PoisonError::into_inner) = Some(callback);
+    }
+
+    /// Connects (the first time) and returns the server's tools.
+    pub fn connect(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let conn = self.open()?;
+        state.live = Some(conn.clone());
+        drop(state);
+        self.list_tools(&conn)
+    }
+
+    /// The server's current tools.
+    pub fn tools(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
+        let conn = self.live().map_err(|r| r.message().to_string())?;
+        self.list_tools(&conn)
+    }
+
+    fn list_tools(&self, conn: &Arc<Conn>) -> Result<Vec<Tool>, String> {
+        let peer = conn.peer.clone();
+        let label = self.label.clone();
+        runtime::wait(async move {
+            match tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools()).await {
+                Ok(Ok(tools)) => Ok(tools),
+                Ok(Err(e)) => Err(format!("{label}: tools/list failed: {e}")),
+                Err(_) => Err(format!(
+                    "{label}: tools/list got no answer within {}s",
+                    CONNECT_TIMEOUT.as_secs()
+                )),
+            }
+        })?
+    }
+
+    /// Spawns or dials the server and runs the MCP handshake.
+    fn open(self: &Arc<Self>) -> Result<Arc<Conn>, String> {
+        let handler = Handler {
+            routes: self.routes.clone(),
+            on_change: {
+                let me = Arc::downgrade(self);
+                Arc::new(move || {
+                    if let Some(me) = me.upgrade() {
+                        let callback = me
+                            .on_change
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .clone();
+                        if let Some(callback) = callback {
+                            // Off the client's task: the refresh calls tools/list.
+                            std::thread::spawn(move || callback());
+                        }
+                    }
+                })
+            },
+        };
+        let label = self.label.clone();
+        if let Some(url) = self.source.url.clone() {
+            let headers = self.source.headers.clone();
+            let service = runtime::wait(async move {
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    let name = hyper::header::HeaderName::try_from(name.as_str())
+                        .map_err(|e| format!("{label}: header name '{name}': {e}"))?;
+                    let value = hyper::header::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| format!("{label}: header '{name}' has an invalid value: {e}"))?;
+                    custom.insert(name, value);
+                }
+                let config =
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                        url.as_str(),
+                    )
+                    .custom_headers(custom);
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                match tokio::time::timeout(CONNECT_TIMEOUT, handler.serve(transport)).await {
+                    Ok(Ok(service)) => Ok(service),
+                    Ok(Err(e)) => Err(format!(
+                        "{label}: cannot initialize an MCP session with {url}: {e}"
+                    )),
+                    Err(_) => Err(format!(
+                        "{label}: {url} did not finish the MCP handshake within {}s",
+                        CONNECT_TIMEOUT.as_secs()
+                    )),
+                }
+            })??;
+            return Ok(Arc::new(Conn {
+                peer: service.peer().clone(),
+                service: Mutex::new(Some(service)),
+                pgid: None,
+                ended: Mutex::new(None),
+                closing: AtomicBool::new(false),
+            }));
+        }
+
+        let (program, args) = self
+            .source
+            .command
+            .split_first()
+            .ok_or_else(|| format!("{label}: [tools.mcp] has no command"))?;
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .envs(&self.source.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        {
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
+            // SAFETY: prctl is async-signal-safe and touches no memory of
+            // the parent; it runs in the child between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
+        let mut child: Child = crate::isolate::spawn::spawn(command)
+            .map_err(|e| format!("{label}: cannot start MCP server '{program}': {e}"))?;
+        let pgid = i32::try_from(child.id()).ok();
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            return Err(format!("{label}: the MCP server has no pipes"));
+        };
+        let handshake = runtime::wait(async move {
+            let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
+            let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
+            match tokio::time::timeout(CONNECT_TIMEOUT, handler.serve((stdout, stdin))).await {
+                Ok(Ok(service)) => Ok(service),
+                Ok(Err(e)) => Err(format!("the MCP handshake failed: {e}")),
+                Err(_) => Err(format!("no MCP handshake within {}s", CONNECT_TIMEOUT.as_secs())),
+            }
+        })
+        .and_then(|r| r);
+        let service = match handshake {
+            Ok(service) => service,
+            Err(message) => {
+                kill_group(pgid);
+                let status = child.wait().ok();
+                return Err(format!(
+                    "{label}: MCP server '{program}' ({}): {message}",
+                    exit::describe(status).why
+                ));
+            }
+        };
+        let conn = Arc::new(Conn {
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
+            pgid,
+            ended: Mutex::new(None),
+            closing: AtomicBool::new(false),
+        });
+        let (me, watched) = (self.clone(), conn.clone());
+        std::thread::Builder::new()
+            .name("toolhost-mcp-wait".into())
+            .spawn(move || {
+                let status = child.wait().ok();
+                me.ended(&watched, exit::describe(status));
+            })
+            .map_err(|e| format!("{label}: cannot watch the MCP server: {e}"))?;
+        Ok(conn)
+    }
+
+    /// The connection died (`ended` says how): forget it and count a crash.
+    fn ended(&self, conn: &Arc<Conn>, ended: Ended) {
+        *conn.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(ended.clone());
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, conn)) {
+            state.live = None;
+        }
+        if !conn.closing.load(Ordering::SeqCst) {
+            state.ledger.crashed();
+            tracing::error!(server = %self.label, crashes = state.ledger.recent(), "MCP server {}", ended.why);
+        }
+        drop(state);
+        if let Some(service) = conn.service.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = runtime::handle().map(|h| {
+                h.spawn(async move {
+                    let _ = service.cancel().await;
+                })
+            });
+        }
+    }
+
+    /// The live connection, reconnecting (after the backoff) if there is none.
+    fn live(self: &Arc<Self>) -> Result<Arc<Conn>, ToolResult> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(live) = &state.live {
+            return Ok(live.clone());
+        }
+        if state.ledger.failed() {
+            return Err(ToolResult::failure(
+                "",
+                Status::Error,
+                codes::MODULE_FAILED,
+                format!(
+                    "MCP server '{}' crashed {MAX_CRASHES} times within {}s and is disabled until the host restarts",
+                    self.label,
+                    WINDOW.as_secs()
+                ),
+            ));
+        }
+        let wait = state.ledger.backoff();
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+        match self.open() {
+            Ok(conn) => {
+                tracing::info!(server = %self.label, "reconnected to the MCP server");
+                state.live = Some(conn.clone());
+                Ok(conn)
+            }
+            Err(message) => {
+                state.ledger.crashed();
+                Err(crashed_result(
+                    &self.label,
+                    &format!("could not be restarted: {message}"),
+                    json!({}),
+                ))
+            }
+        }
+    }
+
+    /// Runs one call on the server; blocks until it answers, is cancelled
+    /// (then `notifications/cancelled` is sent) or dies.
+    pub fn call(self: &Arc<Self>, tool: &str, call_json: &str, ctx: &FfiContextRef<'_>) -> ToolResult {
+        let request: CallRequest = match serde_json::from_str(call_json) {
+            Ok(request) => request,
+            Err(e) => return ToolResult::failure("", Status::Error, codes::INTERNAL, e.to_string()),
+        };
+        let arguments = match request.input {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let conn = match self.live() {
+            Ok(conn) => conn,
+            Err(result) => return result,
+        };
+        let (tx, rx) = mpsc::channel();
+        let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel::<()>();
+        let (peer, routes, name) = (conn.peer.clone(), self.routes.clone(), tool.to_string());
+        let spawned = runtime::handle().map(|h| {
+            h.spawn(async move {
+                let params = CallToolRequestParams::new(name).with_arguments(arguments);
+                let request = ClientRequest::CallToolRequest(Request::new(params));
+                let mut handle = match peer
+                    .send_cancellable_request(request, PeerRequestOptions::no_options())
+                    .await
+                {
+                    Ok(handle) => handle,
+                    Err(e) => {
+                        let _ = tx.send(Reply::Lost(e.to_string()));
+                        return;
+                    }
+                };
+                let token = handle.progress_token.clone();
+                routes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(token.clone(), tx.clone());
+                let outcome = tokio::select! {
+                    answer = &mut handle.rx => Some(answer),
+                    _ = cancel_rx => None,
+                };
+                routes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&token);
+                let reply = match outcome {
+                    Some(Ok(Ok(ServerResult::CallToolResult(result)))) => {
+                        Reply::Done(Box::new(convert::result(result)))
+                    }
+                    Some(Ok(Ok(_))) => Reply::Done(Box::new(convert::protocol_error(
+                        "it answered tools/call with something else",
+                    ))),
+                    Some(Ok(Err(ServiceError::McpError(e)))) => {
+                        Reply::Done(Box::new(convert::protocol_error(e.message)))
+                    }
+                    Some(Ok(Err(e))) => Reply::Lost(e.to_string()),
+                    Some(Err(_)) => Reply::Lost("the connection closed".into()),
+                    None => {
+                        let _ = handle.cancel(Some("cancelled by toolhost".into())).await;
+                        Reply::Cancelled
+                    }
+                };
+                let _ = tx.send(reply);
+            })
+        });
+        if let Err(message) = spawned {
+            return ToolResult::failure("", Status::Error, codes::INTERNAL, message);
+        }
+        let mut cancel = Some(cancel_tx);
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(Reply::Progress(json)) => ctx.progress(RStr::from_str(&json)),
+                Ok(Reply::Done(result)) => return *result,
+                Ok(Reply::Cancelled) => {
+                    return ToolResult::failure(
+                        "",
+                        Status::Cancelled,
+                        codes::CANCELLED,
+                        format!(
+                            "the call was cancelled; MCP server '{}' was sent notifications/cancelled",
+                            self.label
+                        ),
+                    )
+                }
+                Ok(Reply::Lost(message)) => return self.lost(&conn, &message),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if ctx.is_cancelled() {
+                        if let Some(cancel) = cancel.take() {
+                            let _ = cancel.send(());
+                        }
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return self.lost(&conn, "the call's task ended")
+                }
+            }
+        }
+    }
+
+    /// The answer for a call whose connection failed under it.
+    fn lost(&self, conn: &Arc<Conn>, message: &str) -> ToolResult {
+        // A stdio server's exit status arrives from its waiter thread.
+        if conn.pgid.is_some() {
+            for _ in 0..100 {
+                if let Some(ended) = conn.ended.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+                    return crashed_result(&self.label, &ended.why, ended.details);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        // An HTTP server (or a stdio one that closed its pipe but lives):
+        // drop the connection so the next call reconnects.
+        self.ended(
+            conn,
+            Ended {
+                why: format!("lost its connection ({message})"),
+                details: json!({}),
+            },
+        );
+        kill_group(conn.pgid);
+        crashed_result(
+            &self.label,
+            &format!("lost its connection ({message})"),
+            json!({}),
+        )
+    }
+
+    /// Ends the connection (and a stdio server's process group).
+    pub fn shutdown(&self) {
+        let live = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .live
+            .take();
+        let Some(conn) = live else { return };
+        conn.closing.store(true, Ordering::SeqCst);
+        if let Some(service) = conn.service.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = runtime::wait(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+            });
+        }
+        // A stdio server sees its input close and may finish what it was
+        // doing (record its audit, clean up); then its group is ended.
+        if conn.pgid.is_some() {
+            for _ in 0..200 {
+                if conn
+                    .ended
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some()
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        kill_group(conn.pgid);
+    }
+}
+
+fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid {
+        // SAFETY: killpg on the process group we created for the server.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Tool sources other than module libraries: mounted MCP servers.
+
+pub mod mcp;
