@@ -2,6 +2,8 @@
 //! version, mount it, and collect its tools under their public names.
 
 mod coordinator;
+mod error;
+mod inspect;
 mod library;
 mod locate;
 
@@ -16,6 +18,9 @@ use toolhost_core::wire::{HostInfo, MountEnvelope};
 use toolhost_core::ToolSpec;
 
 pub use coordinator::{log_line, HostCoordinator};
+pub use error::ModuleError;
+pub use inspect::{exports_root_module, ROOT_MODULE_SYMBOL};
+pub use library::{first_lines, open_root};
 
 use crate::events::EventBus;
 use crate::plan::{ModuleEntry, ModuleSource, Plan};
@@ -52,7 +57,7 @@ impl Drop for MountedModule {
 }
 
 /// Loads and mounts one plan entry.
-pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result<MountedModule, String> {
+pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result<MountedModule, ModuleError> {
     let started = Instant::now();
     let label = entry.label();
     let path: PathBuf = match &entry.source {
@@ -64,28 +69,27 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
     };
     let library = library::open(&path, &label)?;
     let manifest = library.manifest;
+    let manifest_error = |detail: String| ModuleError::Manifest {
+        label: label.clone(),
+        path: path.clone(),
+        detail,
+    };
     if let ModuleSource::Name(name) = &entry.source {
         if manifest.name.replace('-', "_") != name.replace('-', "_") {
-            return Err(format!(
-                "module '{name}': {} declares itself as '{}'; fix the plan's `module` or the file",
-                path.display(),
+            return Err(manifest_error(format!(
+                "declares itself as '{}'; fix the plan's `module` or the file",
                 manifest.name
-            ));
+            )));
         }
     }
     if let Some(req) = &entry.version {
-        let version = semver::Version::parse(&manifest.version).map_err(|e| {
-            format!(
-                "module '{label}': version '{}' is not semver: {e}",
-                manifest.version
-            )
-        })?;
+        let version = semver::Version::parse(&manifest.version)
+            .map_err(|e| manifest_error(format!("version '{}' is not semver: {e}", manifest.version)))?;
         if !req.matches(&version) {
-            return Err(format!(
-                "module '{label}' ({}) is version {version}, which does not satisfy the plan's \
-                 requirement \"{req}\"; install a matching version or change `version` in the plan",
-                path.display()
-            ));
+            return Err(manifest_error(format!(
+                "is version {version}, which does not satisfy the plan's requirement \"{req}\"; \
+                 install a matching version or change `version` in the plan"
+            )));
         }
     }
     let load_time = started.elapsed();
@@ -112,7 +116,10 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
                 .into_owned(),
         },
     };
-    let envelope = serde_json::to_string(&envelope).map_err(|e| format!("module '{label}': {e}"))?;
+    let envelope = serde_json::to_string(&envelope).map_err(|e| ModuleError::Mount {
+        label: label.clone(),
+        detail: e.to_string(),
+    })?;
     let host_side = coordinator::HostCoordinator::new(&manifest.name, events.clone());
     let ffi = FfiCoordinator_TO::from_value(host_side.clone(), TD_Opaque);
 
@@ -129,14 +136,20 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
     match outcome {
         RResult::ROk(cleanup) => module.cleanup = Some(cleanup),
         RResult::RErr(message) => {
-            return Err(format!("module '{label}': mount failed: {message}"));
+            return Err(ModuleError::Mount {
+                label,
+                detail: format!("mount failed: {message}"),
+            });
         }
     }
 
     for ffi_tool in registered {
         let spec_text = ffi_tool.spec();
-        let mut spec: ToolSpec = serde_json::from_str(spec_text.as_str())
-            .map_err(|e| format!("module '{label}': a tool's spec is not a valid ToolSpec: {e}"))?;
+        let mut spec: ToolSpec =
+            serde_json::from_str(spec_text.as_str()).map_err(|e| ModuleError::Mount {
+                label: label.clone(),
+                detail: format!("a tool's spec is not a valid ToolSpec: {e}"),
+            })?;
         let module_name = spec.name.clone();
         if !entry.prefix.is_empty() {
             spec.name = format!("{}{}", entry.prefix, spec.name);
