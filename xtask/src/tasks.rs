@@ -44,7 +44,8 @@ pub fn test(extra: &[String]) -> anyhow::Result<()> {
                 .env("TOOLHOST_BIN", root().join("target/debug/toolhost"))
                 .env("TOOLHOST_MODULE_PATH", root().join("target/debug")))?;
         } else {
-            eprintln!("xtask: skipping the MCP client tests: no .venv (create it with `python3 -m venv .venv && .venv/bin/pip install -r tests/mcp/requirements.txt`)");
+            // A suite that cannot run must fail, not pass as skipped.
+            bail!("the MCP client tests need .venv: create it with `python3 -m venv .venv && .venv/bin/pip install -r tests/mcp/requirements.txt`");
         }
     }
     Ok(())
