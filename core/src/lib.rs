@@ -24,6 +24,8 @@
 //! names toolhost-core alone (see the README for the two derive attributes).
 
 #![warn(missing_docs)]
+// The one `unsafe` (building the library header) is in sdk/export.rs.
+#![deny(unsafe_op_in_unsafe_fn)]
 pub mod abi;
 mod sdk;
 pub mod wire;

@@ -6,6 +6,8 @@
 //! - `validate-module`: check a module library (or crate) in child processes.
 //! - `new-module`: scaffold a standalone module crate.
 
+#![forbid(unsafe_code)]
+
 mod scaffold;
 mod tasks;
 mod validate;
