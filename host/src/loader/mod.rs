@@ -103,19 +103,17 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
             .max_concurrent
             .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
     });
-    let envelope = MountEnvelope {
-        config: entry.config.clone(),
-        host: HostInfo {
-            working_dir: plan.working_dir.to_string_lossy().into_owned(),
-            host_version: env!("CARGO_PKG_VERSION").to_string(),
-            state_dir: plan
-                .state_dir()
+    let envelope = MountEnvelope::new(
+        entry.config.clone(),
+        HostInfo::new(
+            plan.working_dir.to_string_lossy(),
+            env!("CARGO_PKG_VERSION"),
+            plan.state_dir()
                 .join("modules")
                 .join(&manifest.name)
-                .to_string_lossy()
-                .into_owned(),
-        },
-    };
+                .to_string_lossy(),
+        ),
+    );
     let envelope = serde_json::to_string(&envelope).map_err(|e| ModuleError::Mount {
         label: label.clone(),
         detail: e.to_string(),
