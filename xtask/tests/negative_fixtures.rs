@@ -75,6 +75,28 @@ fn panic_on_empty_input_fails_empty_input() {
 }
 
 #[test]
+fn a_panic_on_the_empty_string_fails_boundary_inputs() {
+    let report = validate_bad("toolhost_bad_panic_on_empty");
+    assert_fails(&report, "behaviour.boundary_inputs [initial]");
+    let found = message(&report, "behaviour.boundary_inputs", Some("initial"));
+    assert!(
+        found.contains("/word = \"\"") && found.contains("panicked"),
+        "{found}"
+    );
+    // The other behaviour checks never try the empty string.
+    for check in [
+        "behaviour.empty_input",
+        "behaviour.valid_inputs",
+        "behaviour.wrong_types",
+    ] {
+        assert!(
+            !with_outcome(&report, "fail").contains(&format!("{check} [initial]")),
+            "{check} [initial] should pass: {report:#}"
+        );
+    }
+}
+
+#[test]
 fn abort_fails_the_check_it_happened_in() {
     let report = validate_bad("toolhost_bad_abort");
     assert_fails(&report, "behaviour.empty_input [abort]");
