@@ -108,7 +108,7 @@ pub fn here(
     };
     let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
     let joined = catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
-        .map_err(|payload| super::handoff::panic_message(&*payload));
+        .map_err(|payload| toolhost_core::panic_message(&*payload));
     parse(joined, &request.tool_call_id)
 }
 
