@@ -2,6 +2,7 @@
 //! measurements, printed as one table of medians. `--quick` takes fewer
 //! samples; a name argument runs only that area.
 
+#![forbid(unsafe_code)]
 mod bash;
 mod bash_policy;
 mod filesystem;

@@ -14,7 +14,7 @@
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings, sabi_trait,
+    sabi_trait,
     sabi_types::VersionStrings,
     std_types::{RBox, RResult, RStr, RString},
     StableAbi,
@@ -130,13 +130,12 @@ impl RootModule for ModuleRef {
     declare_root_module_statics! {ModuleRef}
     const BASE_NAME: &'static str = "toolhost_module";
     const NAME: &'static str = "toolhost_module";
-    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION);
 }
 
-/// The version of toolhost-core this crate is; it *is* the ABI version.
-pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");
+include!("abi_version.rs");
 
-/// Whether a library built against toolhost-core `library` can be loaded by a
+/// Whether a library built against ABI version `library` can be loaded by a
 /// host speaking `host`: for 0.y versions y must match, for x.y.z x must match.
 ///
 /// abi_stable's own check also admits a *newer* 0.y library, whose prefix
@@ -157,7 +156,7 @@ pub fn major_minor(version: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-/// Whether a library built against toolhost-core `built_against` may be
+/// Whether a library built against ABI version `built_against` may be
 /// loaded by this host ([`abi_compatible`] on the two versions).
 pub fn loads_in_this_host(built_against: &str) -> bool {
     match (major_minor(ABI_VERSION), major_minor(built_against)) {
@@ -166,7 +165,7 @@ pub fn loads_in_this_host(built_against: &str) -> bool {
     }
 }
 
-/// The series a module must be built against to load here: `0.y` while the
+/// The ABI series a module must be built against to load here: `0.y` while the
 /// major version is 0, else the major version.
 pub fn abi_series() -> String {
     match major_minor(ABI_VERSION) {
@@ -208,6 +207,22 @@ mod tests {
         assert!(!loads_in_this_host("0.0.7"));
         assert!(!loads_in_this_host("garbage"));
         assert!(ABI_VERSION.starts_with(&abi_series()));
+    }
+
+    /// abi_stable compares the package and version recorded in each boundary
+    /// type's layout; they must be toolhost-core and the ABI version (not the
+    /// SDK's crate version), or an SDK release would refuse every module.
+    #[test]
+    fn layouts_record_the_abi_version_not_the_sdk_version() {
+        use abi_stable::StableAbi;
+        let (package, version) = <FfiCleanupBox as StableAbi>::LAYOUT.package_and_version();
+        assert_eq!(package.as_str(), "toolhost-core");
+        assert_eq!(version.version.as_str(), ABI_VERSION);
+        assert_eq!(
+            <ModuleRef as RootModule>::VERSION_STRINGS.version.as_str(),
+            ABI_VERSION
+        );
+        assert_ne!(crate::SDK_VERSION, "", "the SDK's own version is kept");
     }
 
     #[test]

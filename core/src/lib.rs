@@ -14,23 +14,38 @@
 //! the field, and a panic becomes an `error` result with code `panicked` rather
 //! than an abort. See the crate README for the module author's guide.
 //!
-//! The version of this crate is the ABI version: a module built against
-//! toolhost-core 0.y loads in every host that speaks 0.y, and no other.
+//! The ABI has its own version, [`abi::ABI_VERSION`], apart from this
+//! crate's ([`SDK_VERSION`]): a module built against any toolhost-core
+//! release that speaks ABI 0.y loads in every host that speaks 0.y, and no
+//! other. The SDK follows ordinary semver; the ABI version changes only when
+//! the frozen surface does.
+//!
+//! schemars, serde and serde_json are re-exported, so a module's Cargo.toml
+//! names toolhost-core alone (see the README for the two derive attributes).
 
 #![warn(missing_docs)]
+// The one `unsafe` (building the library header) is in sdk/export.rs.
+#![deny(unsafe_op_in_unsafe_fn)]
 pub mod abi;
 mod sdk;
 pub mod wire;
 
+pub use schemars;
 pub use schemars::JsonSchema;
 pub use sdk::context::{Context, Level};
 pub use sdk::coordinator::{Cleanup, Coordinator};
 pub use sdk::error::{MountError, ToolError};
+pub use sdk::guard::panic_message;
 pub use sdk::testing;
 pub use sdk::tool::Tool;
+pub use serde;
+pub use serde_json;
 pub use wire::{
     AccessMode, Annotations, CallRequest, Effect, ErrorInfo, Manifest, Metadata, Status, ToolResult, ToolSpec,
 };
+
+/// This SDK's crate version (ordinary semver; not the ABI version).
+pub const SDK_VERSION: &str = env!("TOOLHOST_SDK_VERSION");
 
 /// Items the `export_module!` expansion needs; not part of the public API.
 #[doc(hidden)]

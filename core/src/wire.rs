@@ -106,6 +106,7 @@ pub enum AccessMode {
 
 /// Names the input argument (a JSON pointer) that identifies a resource.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResourceKey {
     /// JSON pointer into the input, e.g. `/file_path`.
     pub arg: String,
@@ -128,6 +129,7 @@ pub struct Execution {
 
 /// What a tool tells the host about itself (`FfiTool::spec`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// Unique name, snake_case.
     pub name: String,
@@ -237,6 +239,7 @@ impl ToolSpec {
 
 /// One call, host to tool.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CallRequest {
     /// Echoed in the result; unique per call.
     pub tool_call_id: String,
@@ -249,6 +252,25 @@ pub struct CallRequest {
     pub deadline_ms: Option<u64>,
     /// Folder that relative paths in the input resolve against.
     pub working_dir: String,
+}
+
+impl CallRequest {
+    /// A call of tool `name` with `input`, relative paths resolving against
+    /// `working_dir`, and no deadline (set `deadline_ms` for one).
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        input: Value,
+        working_dir: impl Into<String>,
+    ) -> Self {
+        CallRequest {
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            input,
+            deadline_ms: None,
+            working_dir: working_dir.into(),
+        }
+    }
 }
 
 /// The outcome class of a call.
@@ -325,6 +347,7 @@ pub mod codes {
 
 /// Why a call failed, in words a model can act on.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ErrorInfo {
     /// Machine-readable code (see [`codes`]).
     pub code: String,
@@ -338,8 +361,35 @@ pub struct ErrorInfo {
     pub details: Option<Value>,
 }
 
+impl ErrorInfo {
+    /// An error with a code and a message a model can act on; not
+    /// retryable, no details (see [`ErrorInfo::retryable`],
+    /// [`ErrorInfo::details`]).
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        ErrorInfo {
+            code: code.into(),
+            message: message.into(),
+            retryable: false,
+            details: None,
+        }
+    }
+
+    /// Whether the same call may succeed later.
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// Structured particulars.
+    pub fn details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
 /// How much of an output was cut.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Truncation {
     /// Bytes the output had.
     pub original_bytes: u64,
@@ -347,8 +397,19 @@ pub struct Truncation {
     pub kept_bytes: u64,
 }
 
+impl Truncation {
+    /// An output of `original_bytes` cut to `kept_bytes`.
+    pub fn new(original_bytes: u64, kept_bytes: u64) -> Self {
+        Truncation {
+            original_bytes,
+            kept_bytes,
+        }
+    }
+}
+
 /// Facts about the call beside its output.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Metadata {
     /// Wall time of the call in milliseconds.
     #[serde(default)]
@@ -363,6 +424,7 @@ pub struct Metadata {
 
 /// One call's outcome, tool to host to caller.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The call's id.
     pub tool_call_id: String,
@@ -433,6 +495,7 @@ impl ToolResult {
 
 /// What a library says about itself before it is mounted.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Manifest {
     /// The module's name (`filesystem`, `acme_tools`).
     pub name: String,
@@ -447,6 +510,7 @@ pub struct Manifest {
 
 /// What `mount` receives: the plan's config plus facts about the host.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct MountEnvelope {
     /// The `[tools.config]` table of the plan, as JSON, `${ENV}` expanded.
     #[serde(default)]
@@ -456,8 +520,16 @@ pub struct MountEnvelope {
     pub host: HostInfo,
 }
 
+impl MountEnvelope {
+    /// The envelope for `config` on `host`.
+    pub fn new(config: Value, host: HostInfo) -> Self {
+        MountEnvelope { config, host }
+    }
+}
+
 /// Facts about the host a module may need while mounting.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct HostInfo {
     /// The plan's working folder (absolute).
     #[serde(default)]
@@ -468,4 +540,20 @@ pub struct HostInfo {
     /// A folder the module may keep state and scratch files in.
     #[serde(default)]
     pub state_dir: String,
+}
+
+impl HostInfo {
+    /// Facts about a host of `host_version` working in `working_dir`, with
+    /// `state_dir` for the module.
+    pub fn new(
+        working_dir: impl Into<String>,
+        host_version: impl Into<String>,
+        state_dir: impl Into<String>,
+    ) -> Self {
+        HostInfo {
+            working_dir: working_dir.into(),
+            host_version: host_version.into(),
+            state_dir: state_dir.into(),
+        }
+    }
 }

@@ -105,7 +105,7 @@ impl Host {
                         Err(e) => report.error = Some(e), // `module` drops here: its cleanup runs
                     }
                 }
-                Err(e) => report.error = Some(e),
+                Err(e) => report.error = Some(e.to_string()),
             }
             let failed = report.error.is_some();
             reports.push(report);

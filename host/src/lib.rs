@@ -13,6 +13,7 @@
 // that ends the call anyway.
 #![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cancel;
 pub mod cli;

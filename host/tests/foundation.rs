@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{fixture_plan, module_file, target_dir, Called, Env};
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[test]
 fn list_describe_and_call_through_the_real_module() {
@@ -301,11 +301,11 @@ fn abi_mismatches_get_one_short_paragraph() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr.contains("was built against toolhost-core 0.0.7, but this host speaks toolhost-core 0.1.0"),
+        stderr.contains("was built against toolhost ABI 0.0.7, but this host speaks toolhost ABI 0.1.0"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("Rebuild the module against toolhost-core 0.1"),
+        stderr.contains("Rebuild the module against a toolhost-core release that speaks ABI 0.1"),
         "{stderr}"
     );
 
@@ -466,4 +466,29 @@ fn pathdiff(to: &std::path::Path, from: &std::path::Path) -> String {
             .map(|c| c.as_os_str().to_string_lossy().into_owned()),
     );
     parts.join("/")
+}
+
+#[test]
+fn a_module_panic_is_logged_with_its_call_id() {
+    let env = Env::new(&fixture_plan(""));
+    let out = env
+        .command()
+        .args(["--log-format", "json", "call", "panic", r#"{"message":"boom"}"#])
+        .output()
+        .expect("run toolhost");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let panic_line: Value = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| {
+            l["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("panic at") && m.ends_with("boom"))
+        })
+        .unwrap_or_else(|| panic!("no panic log line:\n{stderr}"));
+    let call = panic_line["fields"]["call"].as_str().unwrap_or("");
+    assert!(
+        call.starts_with("call-"),
+        "the panic line names no call: {panic_line}"
+    );
 }

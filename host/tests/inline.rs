@@ -32,6 +32,18 @@ fn call(name: &str, input: Value) -> Call {
     }
 }
 
+/// A progress sink that signals the first report: the tool is running.
+fn started() -> (toolhost::context::ProgressSink, mpsc::Receiver<()>) {
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let sink: toolhost::context::ProgressSink = Arc::new(move |_| {
+        if let Ok(tx) = tx.lock() {
+            let _ = tx.send(());
+        }
+    });
+    (sink, rx)
+}
+
 /// Runs `call` with `call_here` on a thread of its own; returns the answer
 /// channel, the answer count and the calling thread's handle.
 fn spawn_here(
@@ -128,13 +140,20 @@ fn a_cancel_from_another_thread_stops_the_tool() {
     let cancel = CancelToken::new();
     let mut sleep = call("sleep", json!({"ms": 60_000}));
     sleep.cancel = Some(cancel.clone());
+    let (progress, running) = started();
+    sleep.progress = Some(progress);
     let (rx, _, thread) = spawn_here(&host, sleep);
-    std::thread::sleep(Duration::from_millis(200));
+    running
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the tool reports progress once it runs");
     let cancelled_at = Instant::now();
     cancel.cancel();
     let (result, _) = rx.recv_timeout(Duration::from_secs(10)).expect("answered");
     thread.join().expect("caller");
     assert_eq!(result.status, Status::Cancelled, "{result:?}");
+    // The tool itself stopped and returned what it had (not abandoned).
+    assert!(result.metadata.extra.get("abandoned").is_none(), "{result:?}");
+    assert!(result.output["slept_ms"].as_u64().is_some(), "{result:?}");
     assert!(cancelled_at.elapsed() < Duration::from_secs(2));
 }
 
@@ -182,10 +201,15 @@ fn shutdown_cancels_calls_running_here() {
     let (tx, rx) = mpsc::channel();
     let answer = answer_into(tx, Arc::new(AtomicUsize::new(0)));
     let runtime = host.runtime.handle().clone();
+    let (progress, running) = started();
+    let mut sleep = call("sleep", json!({"ms": 60_000}));
+    sleep.progress = Some(progress);
     let thread = std::thread::spawn(move || {
-        pipeline.call_here(&runtime, call("sleep", json!({"ms": 60_000})), answer);
+        pipeline.call_here(&runtime, sleep, answer);
     });
-    std::thread::sleep(Duration::from_millis(200));
+    running
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the tool reports progress once it runs");
     shutdown.cancel();
     let (result, _) = rx.recv_timeout(Duration::from_secs(10)).expect("answered");
     thread.join().expect("caller");

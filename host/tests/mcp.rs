@@ -14,10 +14,28 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
-/// Records progress notifications.
+/// Records progress notifications, and wakes a test waiting for one.
 #[derive(Clone, Default)]
 struct Client {
     progress: Arc<Mutex<Vec<f64>>>,
+    arrived: Arc<tokio::sync::Notify>,
+}
+
+impl Client {
+    /// Waits (at most `within`) until at least one progress notification has
+    /// arrived since the list was last cleared.
+    async fn progress_arrives(&self, within: Duration) -> bool {
+        let wait = async {
+            loop {
+                let notified = self.arrived.notified();
+                if !self.progress.lock().map(|p| p.is_empty()).unwrap_or(true) {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(within, wait).await.is_ok()
+    }
 }
 
 impl ClientHandler for Client {
@@ -29,6 +47,7 @@ impl ClientHandler for Client {
         if let Ok(mut seen) = self.progress.lock() {
             seen.push(params.progress);
         }
+        self.arrived.notify_waiters();
     }
 }
 
@@ -91,7 +110,7 @@ async fn initialize_list_and_call() {
 
 #[tokio::test]
 async fn progress_and_cancellation() {
-    let env = Env::new(&fixture_plan(""));
+    let env = Env::new(&fixture_plan("").replacen("[host]\n", "[host]\naudit_log = \"audit.jsonl\"\n", 1));
     let (client, seen) = connect(&env).await;
 
     // Progress: rmcp's client attaches a progress token to every request.
@@ -100,13 +119,16 @@ async fn progress_and_cancellation() {
         .await
         .expect("tools/call");
     assert_eq!(result.is_error, Some(false));
-    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
-        !seen.progress.lock().map(|p| p.is_empty()).unwrap_or(true),
+        seen.progress_arrives(Duration::from_secs(5)).await,
         "no progress arrived"
     );
 
-    // Cancel a long call: notifications/cancelled stops the tool.
+    // Cancel a long call once it is running (its first progress is the
+    // signal): notifications/cancelled stops the tool.
+    if let Ok(mut progress) = seen.progress.lock() {
+        progress.clear();
+    }
     let request = ClientRequest::CallToolRequest(Request::new(
         CallToolRequestParams::new("sleep").with_arguments(args(json!({"ms": 60_000}))),
     ));
@@ -114,7 +136,10 @@ async fn progress_and_cancellation() {
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .expect("send");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        seen.progress_arrives(Duration::from_secs(10)).await,
+        "the long call never reported progress"
+    );
     let started = Instant::now();
     handle.cancel(Some("test".into())).await.expect("cancel");
     // The server goes on serving, promptly.
@@ -124,5 +149,43 @@ async fn progress_and_cancellation() {
         .expect("tools/call after cancel");
     assert_eq!(after.is_error, Some(false));
     assert!(started.elapsed() < Duration::from_secs(5));
+
+    // The tool itself stopped: the cancelled call is recorded with the
+    // sleep's own partial output, well inside the 1.5 s grace after which
+    // the host would abandon it (an abandoned call has no output, "null").
+    let audit = env.path().join("audit.jsonl");
+    let record = wait_for_record(&audit, "sleep", Duration::from_secs(10)).await;
+    assert_eq!(record["status"], "cancelled", "{record}");
+    assert!(
+        record["output_bytes"].as_u64().unwrap_or(0) > 4,
+        "the tool returned nothing: {record}"
+    );
+    assert!(
+        record["duration_ms"].as_f64().unwrap_or(f64::MAX) < 59_000.0,
+        "{record}"
+    );
     client.cancel().await.expect("close");
+}
+
+/// The audit record of the last `tool` call that is not a success, once it
+/// has been written (the record is written when the call has finished).
+async fn wait_for_record(audit: &std::path::Path, tool: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let found = std::fs::read_to_string(audit).ok().and_then(|log| {
+            log.lines()
+                .rev()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|r| r["tool"] == tool && r["status"] != "success")
+        });
+        if let Some(record) = found {
+            return record;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no record of the cancelled call in {}",
+            audit.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -154,8 +154,15 @@ fn a_hook_that_rewrites_into_invalid_input_is_caught() {
 #[test]
 fn a_hook_that_hangs_is_timed_out_and_its_failure_policy_applies() {
     let env = Env::new("");
-    let marker = format!("toolhost-hook-{}", std::process::id());
-    let script = hook(&env, "hang.sh", &format!("sleep 30 # {marker}"));
+    // The hook starts a grandchild and records its pid: the pid file is the
+    // readiness signal, and the pid is how the test sees whether the hook's
+    // whole process group was killed (not just the shell the host spawned).
+    let pids = env.path().join("hook.pid");
+    let script = hook(
+        &env,
+        "hang.sh",
+        &format!("sleep 30 &\necho $! >> {}\nwait", pids.display()),
+    );
     env.set_plan(&fixture_plan(&format!(
         "[[hooks]]\nevent = \"tool:pre\"\ncommand = [\"{script}\"]\ntimeout_ms = 300\n"
     )));
@@ -173,17 +180,19 @@ fn a_hook_that_hangs_is_timed_out_and_its_failure_policy_applies() {
         "[[hooks]]\nevent = \"tool:pre\"\ncommand = [\"{script}\"]\ntimeout_ms = 300\non_failure = \"allow\"\n"
     )));
     env.call("echo", json!({"message": "fail open"})).assert_success();
-    // The hung hook's process group was killed: no `sleep 30` is left.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let ps = std::process::Command::new("pgrep")
-        .args(["-f", &marker])
-        .output()
-        .unwrap();
-    assert!(
-        ps.stdout.is_empty(),
-        "hook processes survived: {}",
-        String::from_utf8_lossy(&ps.stdout)
-    );
+    // Both hung hooks' grandchildren were killed with their process group.
+    let recorded = std::fs::read_to_string(&pids).expect("the hook recorded its child's pid");
+    let pids: Vec<u32> = recorded
+        .lines()
+        .map(|l| l.trim().parse().expect("a pid"))
+        .collect();
+    assert_eq!(pids.len(), 2, "{recorded}");
+    for pid in pids {
+        assert!(
+            common::process_ends(pid, std::time::Duration::from_secs(10)),
+            "the hung hook's child {pid} survived the timeout"
+        );
+    }
 }
 
 #[test]
@@ -417,10 +426,17 @@ fn timeouts_come_from_the_plan_then_the_spec_then_the_default() {
     env.set_plan(&fixture_plan("[policy.tools.deadline]\ntimeout_secs = 3\n"));
     let plan = remaining(&env, "deadline");
     assert!((1_000..=3_000).contains(&plan), "{plan}");
-    // Without either, the host default applies (echo has no spec timeout).
+    // Without either, the host default applies: `sleep` has no spec timeout,
+    // so a 1 s default stops a 60 s sleep, and says so.
+    let env = Env::new("[host]\ndefault_timeout_secs = 1\n[[tools]]\nmodule = \"fixture\"\n");
+    let called = env.call("sleep", json!({"ms": 60_000}));
+    assert_eq!(called.status(), "timeout", "{}", called.result);
+    assert!(
+        called.message().contains("timed out after 1s"),
+        "{}",
+        called.message()
+    );
     let env = Env::new("[host]\ndefault_timeout_secs = 11\n[[tools]]\nmodule = \"fixture\"\n");
-    let called = env.call("echo", json!({"message": "x"}));
-    called.assert_success();
     let spec_again = remaining(&env, "deadline");
     assert!(
         spec_again <= 7_000,
@@ -430,14 +446,9 @@ fn timeouts_come_from_the_plan_then_the_spec_then_the_default() {
 
 #[test]
 fn a_terminal_user_is_asked_and_the_answer_counts() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: `script` (util-linux) is not installed");
-        return;
-    }
+    use std::io::Read;
+    // `script` (util-linux/bsdutils) gives the host a terminal; .ci/run
+    // installs it, so its absence is a failure, not a skip.
     let env = Env::new(&fixture_plan("[policy.tools.echo]\ndecision = \"ask\"\n"));
     let run = |answer: &str| {
         let cmd = format!(
@@ -453,13 +464,25 @@ fn a_terminal_user_is_asked_and_the_answer_counts() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        // Answer once the prompt is up.
-        std::thread::sleep(std::time::Duration::from_millis(800));
+            .expect("`script` (util-linux) must be installed");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = child.stdout.take().expect("stdout");
+        // Answer once the prompt is up: read until it appears.
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 512];
+        while !String::from_utf8_lossy(&seen).contains("Allow? [y/N]") {
+            let n = stdout.read(&mut chunk).expect("read the terminal");
+            assert!(
+                n > 0,
+                "the host ended without asking: {}",
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&chunk[..n]);
+        }
         let _ = writeln!(stdin, "{answer}");
-        let out = child.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout).to_string()
+        stdout.read_to_end(&mut seen).expect("read the rest");
+        child.wait().expect("script ends");
+        String::from_utf8_lossy(&seen).to_string()
     };
     let yes = run("y");
     assert!(yes.contains("Allow? [y/N]"), "{yes}");

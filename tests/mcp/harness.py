@@ -66,13 +66,21 @@ def _mount_problem(name: str) -> str | None:
 
 
 def need_module(name: str) -> None:
-    """Skips the test, saying why, when a module is not built or does not
-    mount (other modules are built in parallel with these tests)."""
+    """Fails the test, saying why, when a module is not built or does not
+    mount: a test whose setup is broken must not pass as skipped."""
     if not have_module(name):
-        pytest.skip(f"module '{name}' is not built ({MODULES}/libtoolhost_{name}.so is missing)")
+        pytest.fail(
+            f"module '{name}' is not built ({MODULES}/libtoolhost_{name}.so is missing): "
+            "build the workspace first (cargo xtask test does)"
+        )
     problem = _mount_problem(name)
     if problem is not None:
-        pytest.skip(f"module '{name}' does not mount yet: {problem}")
+        pytest.fail(f"module '{name}' does not mount: {problem}")
+
+
+def plan_modules(text: str) -> list[str]:
+    """The modules a plan names by `module = "…"`."""
+    return re.findall(r'^\s*module\s*=\s*"([^"]+)"', text, flags=re.MULTILINE)
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -116,10 +124,14 @@ def plan(modules: list[str], extra: str = "") -> str:
 def workspace(tmp_path: Path):
     if not BIN.is_file():
         pytest.fail(f"{BIN} is missing: build it first (cargo build -p toolhost -p toolhost-fixture)")
-    need_module("fixture")
 
     def make(text: str | None = None) -> Workspace:
-        return Workspace(tmp_path, text if text is not None else plan(["fixture"]))
+        """A workspace for `text` (default: the fixture module); every module
+        the plan names must be built and mount, or the test fails."""
+        text = text if text is not None else plan(["fixture"])
+        for module in plan_modules(text):
+            need_module(module)
+        return Workspace(tmp_path, text)
 
     return make
 

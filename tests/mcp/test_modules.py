@@ -12,7 +12,6 @@ import pytest
 
 from harness import (
     RawServer,
-    need_module,
     plan,
     processes_with,
     stdio_session,
@@ -26,7 +25,6 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_read_file_and_grep(workspace):
-    need_module("filesystem")
     ws = workspace(plan(["filesystem"]))
     (ws.path / "notes.txt").write_text("alpha\nbeta needle\ngamma\n")
     async with stdio_session(ws) as (session, _):
@@ -54,7 +52,6 @@ async def test_read_file_and_grep(workspace):
 
 
 async def test_bash_runs_a_command(workspace):
-    need_module("bash")
     ws = workspace(plan(["bash"]))
     async with stdio_session(ws) as (session, _):
         tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -70,7 +67,6 @@ def _marker() -> str:
 
 
 async def test_cancelled_bash_leaves_no_process(workspace):
-    need_module("bash")
     ws = workspace(plan(["bash"]))
     marker = _marker()
     async with stdio_session(ws) as (session, _):
@@ -84,7 +80,6 @@ async def test_cancelled_bash_leaves_no_process(workspace):
 
 
 def test_bash_of_a_vanished_client_leaves_no_process(workspace):
-    need_module("bash")
     ws = workspace(plan(["bash"]))
     marker = _marker()
     server = RawServer(ws)

@@ -7,6 +7,8 @@
 //! - `new-module`: scaffold a standalone module crate.
 //! - `dist`, `install`: the installable tree (binary, modules, plans).
 
+#![forbid(unsafe_code)]
+
 mod dist;
 mod scaffold;
 mod tasks;

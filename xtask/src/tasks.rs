@@ -13,6 +13,20 @@ pub fn root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Cargo's target folder: `CARGO_TARGET_DIR` when set (relative to the
+/// workspace root, as cargo reads it when run from there), else `target/`.
+pub fn target_dir() -> PathBuf {
+    target_dir_from(std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
+}
+
+fn target_dir_from(env: Option<PathBuf>) -> PathBuf {
+    match env {
+        Some(dir) if dir.is_absolute() => dir,
+        Some(dir) if !dir.as_os_str().is_empty() => root().join(dir),
+        _ => root().join("target"),
+    }
+}
+
 /// Runs a command in the workspace root, failing on a non-zero exit.
 pub fn run(cmd: &mut Command) -> anyhow::Result<()> {
     let shown = format!("{cmd:?}");
@@ -48,10 +62,11 @@ pub fn test(extra: &[String]) -> anyhow::Result<()> {
         if python.exists() {
             run(Command::new(&python)
                 .args(["-m", "pytest", "-q", "tests/mcp"])
-                .env("TOOLHOST_BIN", root().join("target/debug/toolhost"))
-                .env("TOOLHOST_MODULE_PATH", root().join("target/debug")))?;
+                .env("TOOLHOST_BIN", target_dir().join("debug/toolhost"))
+                .env("TOOLHOST_MODULE_PATH", target_dir().join("debug")))?;
         } else {
-            eprintln!("xtask: skipping the MCP client tests: no .venv (create it with `python3 -m venv .venv && .venv/bin/pip install -r tests/mcp/requirements.txt`)");
+            // A suite that cannot run must fail, not pass as skipped.
+            bail!("the MCP client tests need .venv: create it with `python3 -m venv .venv && .venv/bin/pip install -r tests/mcp/requirements.txt`");
         }
     }
     Ok(())
@@ -60,9 +75,25 @@ pub fn test(extra: &[String]) -> anyhow::Result<()> {
 /// Builds in release and runs the bench binary from the workspace root.
 pub fn bench(quick: bool, areas: &[String]) -> anyhow::Result<()> {
     run(cargo().args(["build", "--release", "--workspace"]))?;
-    let mut cmd = Command::new(root().join("target/release/toolhost-bench"));
+    let mut cmd = Command::new(target_dir().join("release/toolhost-bench"));
     if quick {
         cmd.arg("--quick");
     }
     run(cmd.args(areas))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_folder_follows_cargo_target_dir() {
+        assert_eq!(target_dir_from(None), root().join("target"));
+        assert_eq!(target_dir_from(Some("".into())), root().join("target"));
+        assert_eq!(
+            target_dir_from(Some("/elsewhere/t".into())),
+            PathBuf::from("/elsewhere/t")
+        );
+        assert_eq!(target_dir_from(Some("build/t".into())), root().join("build/t"));
+    }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use common::{build, library, message, validate, with_outcome, FAST};
 
-const FIXTURES: [&str; 9] = [
+const FIXTURES: [&str; 10] = [
     "toolhost-bad-mount-panic",
     "toolhost-bad-duplicate-names",
     "toolhost-bad-invalid-schema",
@@ -15,6 +15,7 @@ const FIXTURES: [&str; 9] = [
     "toolhost-bad-hang",
     "toolhost-fixture-abi-old",
     "toolhost-fixture-abi-mismatch",
+    "toolhost-fixture-ctor-side-effect",
 ];
 
 fn validate_bad(lib: &str) -> serde_json::Value {
@@ -74,6 +75,28 @@ fn panic_on_empty_input_fails_empty_input() {
 }
 
 #[test]
+fn a_panic_on_the_empty_string_fails_boundary_inputs() {
+    let report = validate_bad("toolhost_bad_panic_on_empty");
+    assert_fails(&report, "behaviour.boundary_inputs [initial]");
+    let found = message(&report, "behaviour.boundary_inputs", Some("initial"));
+    assert!(
+        found.contains("/word = \"\"") && found.contains("panicked"),
+        "{found}"
+    );
+    // The other behaviour checks never try the empty string.
+    for check in [
+        "behaviour.empty_input",
+        "behaviour.valid_inputs",
+        "behaviour.wrong_types",
+    ] {
+        assert!(
+            !with_outcome(&report, "fail").contains(&format!("{check} [initial]")),
+            "{check} [initial] should pass: {report:#}"
+        );
+    }
+}
+
+#[test]
 fn abort_fails_the_check_it_happened_in() {
     let report = validate_bad("toolhost_bad_abort");
     assert_fails(&report, "behaviour.empty_input [abort]");
@@ -98,6 +121,35 @@ fn an_old_abi_fails_abi_version() {
         assert_fails(&report, "loading.abi_version");
         assert!(with_outcome(&report, "skip").contains(&"mount.mount".to_string()));
     }
+}
+
+#[test]
+fn a_foreign_library_fails_loading_without_running_its_constructor() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let marker = dir.path().join("constructor-ran");
+    build(&FIXTURES);
+    let path = library("toolhost_fixture_ctor_side_effect");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("validate-module")
+        .arg(&path)
+        .args(FAST)
+        .args(["--format", "json"])
+        .env("TOOLHOST_FIXTURE_CTOR_MARKER", &marker)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert_eq!(output.status.code(), Some(1), "{report:#}");
+    assert_fails(&report, "loading.library");
+    assert!(message(&report, "loading.library", None).contains("is not a toolhost module"));
+    assert!(
+        !marker.exists(),
+        "validate-module ran the constructor of a library that is not a module"
+    );
 }
 
 #[test]

@@ -9,8 +9,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::context::Context;
+use super::context::Level;
 use super::error::{MountError, ToolError};
 use super::guard::guard;
+use super::panic_hook::{take_pending, CallScope};
 use super::tool::Tool;
 use crate::abi::{FfiContextRef, FfiTool};
 use crate::wire::{codes, CallRequest, Metadata, Status, ToolResult};
@@ -110,8 +112,9 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
             }
         },
     };
+    let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir));
+    let scope = CallScope::enter();
     let outcome = guard(|| {
-        let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir));
         let parsed = match input {
             Ok(input) => Ok(input),
             Err(raw) => parse_input::<T::Input>(raw),
@@ -127,24 +130,32 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
         });
         (result, ctx.take_metadata())
     });
-    let mut result = match outcome {
-        Ok((Ok(output), extra)) => {
-            let mut r = ToolResult::success(&tool_call_id, output);
-            r.metadata.extra = extra;
-            r
-        }
-        Ok((Err(error), extra)) => {
-            let mut r = from_error(&tool_call_id, error);
-            r.metadata.extra = extra;
-            r
-        }
-        Err(panic) => ToolResult::failure(
+    let mut result =
+        match outcome {
+            Ok((Ok(output), extra)) => {
+                let mut r = ToolResult::success(&tool_call_id, output);
+                r.metadata.extra = extra;
+                r
+            }
+            Ok((Err(error), extra)) => {
+                let mut r = from_error(&tool_call_id, error);
+                r.metadata.extra = extra;
+                r
+            }
+            Err(panic) => {
+                // Logged through the call's context, so the line names the call.
+                if let Some(line) = take_pending() {
+                    ctx.log(Level::Warn, line);
+                }
+                ToolResult::failure(
             &tool_call_id,
             Status::Error,
             codes::PANICKED,
             format!("tool '{name}' panicked: {panic}. This is a bug in the tool; the host is still running."),
-        ),
-    };
+        )
+            }
+        };
+    drop(scope);
     result.metadata = Metadata {
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         ..result.metadata

@@ -23,8 +23,9 @@ pub(crate) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 const MAX_MESSAGE: usize = 500;
 
 /// The text of a panic payload (`&str` or `String`), or a placeholder,
-/// cut to a readable length.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+/// cut to a readable length. The host uses it too, for panics on its own
+/// threads, so both sides word a panic the same way.
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     let text = if let Some(s) = payload.downcast_ref::<&str>() {
         s
     } else if let Some(s) = payload.downcast_ref::<String>() {

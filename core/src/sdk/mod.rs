@@ -5,7 +5,7 @@ pub mod context;
 pub mod coordinator;
 pub mod error;
 pub mod export;
-pub(crate) mod guard;
+pub mod guard;
 mod panic_hook;
 pub mod testing;
 pub mod tool;

@@ -46,8 +46,8 @@ pub fn mount(
     );
     let started = Instant::now();
     let mounted = supervisor.first_start(|manifest| {
-        loader::check_manifest(entry, manifest, path)?;
-        loader::envelope(entry, plan, &manifest.name)
+        loader::check_manifest(entry, manifest, path).map_err(|e| e.to_string())?;
+        loader::envelope(entry, plan, &manifest.name).map_err(|e| e.to_string())
     })?;
     let mount_time = started.elapsed().saturating_sub(mounted.load_time);
     let info = Arc::new(ModuleInfo {
@@ -62,7 +62,7 @@ pub fn mount(
     });
     let mut tools = Vec::with_capacity(mounted.specs.len());
     for spec_text in mounted.specs {
-        let (spec, module_name) = loader::public_spec(entry, plan, &spec_text)?;
+        let (spec, module_name) = loader::public_spec(entry, plan, &spec_text).map_err(|e| e.to_string())?;
         let ffi = FfiTool_TO::from_value(
             WorkerTool {
                 supervisor: supervisor.clone(),

@@ -135,7 +135,7 @@ fn serve(input: &mut BufReader<File>, out: &Out) {
         .unwrap_or_else(|| path.clone());
     let library = match crate::loader::library::open(Path::new(&path), &label) {
         Ok(library) => library,
-        Err(message) => return out.send(&Frame::new(Kind::Error).text(message)),
+        Err(error) => return out.send(&Frame::new(Kind::Error).text(error.to_string())),
     };
     let manifest = serde_json::to_string(&library.manifest).unwrap_or_else(|_| "{}".into());
     out.send(&Frame::new(Kind::Manifest).body(&manifest));

@@ -3,6 +3,8 @@
 use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
 use std::path::{Path, PathBuf};
 
+use super::error::ModuleError;
+
 /// File names a module called `name` may have, most specific first:
 /// `libtoolhost_<name>.so`, then `lib<name>.so` (dashes become underscores,
 /// as cargo does for library names).
@@ -14,9 +16,9 @@ pub fn candidate_files(name: &str) -> [String; 2] {
     ]
 }
 
-/// The first existing candidate on `search`, or a message saying where it
+/// The first existing candidate on `search`, or an error saying where it
 /// looked and how to fix it.
-pub fn find(name: &str, search: &[PathBuf]) -> Result<PathBuf, String> {
+pub fn find(name: &str, search: &[PathBuf]) -> Result<PathBuf, ModuleError> {
     let files = candidate_files(name);
     for dir in search {
         for file in &files {
@@ -35,20 +37,24 @@ pub fn find(name: &str, search: &[PathBuf]) -> Result<PathBuf, String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    Err(format!(
-        "module '{name}' not found: looked for {} in {dirs}. Build the module (cargo build --release), \
-         add its folder to host.module_path or TOOLHOST_MODULE_PATH, or give `path = \"…\"` in the plan",
-        files.join(" or ")
-    ))
+    Err(ModuleError::NotFound {
+        name: name.to_string(),
+        looked_for: files.join(" or "),
+        dirs,
+    })
 }
 
 /// Whether `path` names an existing regular file.
-pub fn exists(path: &Path) -> Result<(), String> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => Ok(()),
-        Ok(_) => Err(format!("module file {} is not a regular file", path.display())),
-        Err(e) => Err(format!("module file {} cannot be read: {e}", path.display())),
-    }
+pub fn exists(path: &Path) -> Result<(), ModuleError> {
+    let reason = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => return Ok(()),
+        Ok(_) => "is not a regular file".to_string(),
+        Err(e) => format!("cannot be read: {e}"),
+    };
+    Err(ModuleError::Unreadable {
+        path: path.to_path_buf(),
+        reason,
+    })
 }
 
 /// The folders searched when a plan names no `module_path`: the running

@@ -2,6 +2,8 @@
 //! version, mount it, and collect its tools under their public names.
 
 mod coordinator;
+mod error;
+mod inspect;
 pub(crate) mod library;
 pub(crate) mod locate;
 
@@ -16,6 +18,9 @@ use toolhost_core::wire::{HostInfo, MountEnvelope};
 use toolhost_core::ToolSpec;
 
 pub use coordinator::{log_line, HostCoordinator};
+pub use error::ModuleError;
+pub use inspect::{exports_root_module, ROOT_MODULE_SYMBOL};
+pub use library::{first_lines, open_root};
 
 use crate::events::EventBus;
 use crate::plan::{Isolation, ModuleEntry, ModuleSource, Plan};
@@ -70,7 +75,7 @@ impl Drop for MountedModule {
 }
 
 /// Loads and mounts one plan entry.
-pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result<MountedModule, String> {
+pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result<MountedModule, ModuleError> {
     let started = Instant::now();
     let label = entry.label();
     let path: PathBuf = match &entry.source {
@@ -79,10 +84,12 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
             locate::exists(path)?;
             path.clone()
         }
-        ModuleSource::Mcp(mcp) => return crate::source::mcp::mount(entry, mcp, plan, events),
+        ModuleSource::Mcp(mcp) => {
+            return crate::source::mcp::mount(entry, mcp, plan, events).map_err(ModuleError::Source)
+        }
     };
     if entry.isolation == Isolation::Process {
-        return crate::isolate::mount(entry, plan, events, &path);
+        return crate::isolate::mount(entry, plan, events, &path).map_err(ModuleError::Source);
     }
     let library = library::open(&path, &label)?;
     let manifest = library.manifest;
@@ -116,7 +123,10 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
     match outcome {
         RResult::ROk(cleanup) => module.cleanup = Some(cleanup),
         RResult::RErr(message) => {
-            return Err(format!("module '{label}': mount failed: {message}"));
+            return Err(ModuleError::Mount {
+                label,
+                detail: format!("mount failed: {message}"),
+            });
         }
     }
 
@@ -146,51 +156,47 @@ pub(crate) fn check_manifest(
     entry: &ModuleEntry,
     manifest: &toolhost_core::Manifest,
     path: &std::path::Path,
-) -> Result<(), String> {
-    let label = entry.label();
+) -> Result<(), ModuleError> {
+    let manifest_error = |detail: String| ModuleError::Manifest {
+        label: entry.label(),
+        path: path.to_path_buf(),
+        detail,
+    };
     if let ModuleSource::Name(name) = &entry.source {
         if manifest.name.replace('-', "_") != name.replace('-', "_") {
-            return Err(format!(
-                "module '{name}': {} declares itself as '{}'; fix the plan's `module` or the file",
-                path.display(),
+            return Err(manifest_error(format!(
+                "declares itself as '{}'; fix the plan's `module` or the file",
                 manifest.name
-            ));
+            )));
         }
     }
     if let Some(req) = &entry.version {
-        let version = semver::Version::parse(&manifest.version).map_err(|e| {
-            format!(
-                "module '{label}': version '{}' is not semver: {e}",
-                manifest.version
-            )
-        })?;
+        let version = semver::Version::parse(&manifest.version)
+            .map_err(|e| manifest_error(format!("version '{}' is not semver: {e}", manifest.version)))?;
         if !req.matches(&version) {
-            return Err(format!(
-                "module '{label}' ({}) is version {version}, which does not satisfy the plan's \
-                 requirement \"{req}\"; install a matching version or change `version` in the plan",
-                path.display()
-            ));
+            return Err(manifest_error(format!(
+                "is version {version}, which does not satisfy the plan's requirement \"{req}\"; \
+                 install a matching version or change `version` in the plan"
+            )));
         }
     }
     Ok(())
 }
 
 /// The mount envelope (config and host facts) as JSON text.
-pub(crate) fn envelope(entry: &ModuleEntry, plan: &Plan, module_name: &str) -> Result<String, String> {
-    let envelope = MountEnvelope {
-        config: entry.config.clone(),
-        host: HostInfo {
-            working_dir: plan.working_dir.to_string_lossy().into_owned(),
-            host_version: env!("CARGO_PKG_VERSION").to_string(),
-            state_dir: plan
-                .state_dir()
-                .join("modules")
-                .join(module_name)
-                .to_string_lossy()
-                .into_owned(),
-        },
-    };
-    serde_json::to_string(&envelope).map_err(|e| format!("module '{}': {e}", entry.label()))
+pub(crate) fn envelope(entry: &ModuleEntry, plan: &Plan, module_name: &str) -> Result<String, ModuleError> {
+    let envelope = MountEnvelope::new(
+        entry.config.clone(),
+        HostInfo::new(
+            plan.working_dir.to_string_lossy(),
+            env!("CARGO_PKG_VERSION"),
+            plan.state_dir().join("modules").join(module_name).to_string_lossy(),
+        ),
+    );
+    serde_json::to_string(&envelope).map_err(|e| ModuleError::Mount {
+        label: entry.label(),
+        detail: e.to_string(),
+    })
 }
 
 /// A registered tool's spec under its public (prefixed) names, with the
@@ -200,12 +206,10 @@ pub(crate) fn public_spec(
     entry: &ModuleEntry,
     plan: &Plan,
     spec_text: &str,
-) -> Result<(ToolSpec, String), String> {
-    let spec: ToolSpec = serde_json::from_str(spec_text).map_err(|e| {
-        format!(
-            "module '{}': a tool's spec is not a valid ToolSpec: {e}",
-            entry.label()
-        )
+) -> Result<(ToolSpec, String), ModuleError> {
+    let spec: ToolSpec = serde_json::from_str(spec_text).map_err(|e| ModuleError::Mount {
+        label: entry.label(),
+        detail: format!("a tool's spec is not a valid ToolSpec: {e}"),
     })?;
     Ok(prefixed(entry, plan, spec))
 }

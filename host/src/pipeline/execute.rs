@@ -108,7 +108,7 @@ pub fn here(
     };
     let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
     let joined = catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
-        .map_err(|payload| super::handoff::panic_message(&*payload));
+        .map_err(|payload| toolhost_core::panic_message(&*payload));
     parse(joined, &request.tool_call_id)
 }
 
@@ -145,17 +145,18 @@ pub fn settle(
 ) -> ToolResult {
     if why == Some(Status::Timeout) && result.status == Status::Cancelled {
         result.status = Status::Timeout;
-        result.error = Some(toolhost_core::ErrorInfo {
-            code: codes::TIMEOUT.into(),
-            message: format!(
-                "'{}' timed out after {}s and was stopped; partial output is kept. \
-                 Retry with a smaller task or a longer timeout",
-                tool.name(),
-                limits.timeout.as_secs_f64()
-            ),
-            retryable: true,
-            details: None,
-        });
+        result.error = Some(
+            toolhost_core::ErrorInfo::new(
+                codes::TIMEOUT,
+                format!(
+                    "'{}' timed out after {}s and was stopped; partial output is kept. \
+                     Retry with a smaller task or a longer timeout",
+                    tool.name(),
+                    limits.timeout.as_secs_f64()
+                ),
+            )
+            .retryable(true),
+        );
     }
     result
 }
@@ -206,12 +207,10 @@ fn parse(joined: Result<String, String>, id: &str) -> ToolResult {
             result.tool_call_id = id.to_string();
             result.success = result.status == Status::Success;
             if !result.success && result.error.is_none() {
-                result.error = Some(toolhost_core::ErrorInfo {
-                    code: codes::INVALID_OUTPUT.into(),
-                    message: format!("the tool reported {} without an error message", result.status),
-                    retryable: false,
-                    details: None,
-                });
+                result.error = Some(toolhost_core::ErrorInfo::new(
+                    codes::INVALID_OUTPUT,
+                    format!("the tool reported {} without an error message", result.status),
+                ));
             }
             result
         }

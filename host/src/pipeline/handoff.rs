@@ -96,7 +96,7 @@ impl Handoff {
             let me = self.clone();
             Box::new(move || {
                 let began = Instant::now();
-                let value = catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_message(&*p));
+                let value = catch_unwind(AssertUnwindSafe(f)).map_err(|p| toolhost_core::panic_message(&*p));
                 me.note_end(began.elapsed());
                 slot.deliver(value);
             })
@@ -216,15 +216,6 @@ fn average(avg: &AtomicU64, sample: u64) {
     }
     let new = old - old / 8 + sample.min(u64::MAX / 16) / 8;
     avg.store(new, Ordering::Relaxed);
-}
-
-/// A panic's message, for the error result that replaces the call's value.
-pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Where a job leaves its value.

@@ -290,17 +290,14 @@ impl Pipeline {
         };
         // The input is kept past execution only for the post hooks.
         let post_hooks = self.hooks.any(crate::plan::HookEvent::Post);
-        let request = CallRequest {
-            tool_call_id: id,
-            name: tool.module_name.clone(),
-            input: if post_hooks {
-                input.clone()
-            } else {
-                std::mem::take(&mut input)
-            },
-            deadline_ms: Some(limits.timeout.as_millis() as u64),
-            working_dir: self.working_dir.clone(),
+        let call_input = if post_hooks {
+            input.clone()
+        } else {
+            std::mem::take(&mut input)
         };
+        let mut request =
+            CallRequest::new(id, tool.module_name.clone(), call_input, self.working_dir.clone());
+        request.deadline_ms = Some(limits.timeout.as_millis() as u64);
         Launch {
             tool,
             request,

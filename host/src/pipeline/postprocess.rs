@@ -21,12 +21,7 @@ pub fn check_output(tool: &MountedTool, mut result: ToolResult) -> ToolResult {
         Some(Err(e)) => {
             result.status = Status::Error;
             result.success = false;
-            result.error = Some(ErrorInfo {
-                code: codes::INVALID_OUTPUT.into(),
-                message: e.to_string(),
-                retryable: false,
-                details: None,
-            });
+            result.error = Some(ErrorInfo::new(codes::INVALID_OUTPUT, e.to_string()));
             return result;
         }
     };
@@ -36,15 +31,16 @@ pub fn check_output(tool: &MountedTool, mut result: ToolResult) -> ToolResult {
     let violations = super::validate::violations(validator, &result.output);
     result.status = Status::Error;
     result.success = false;
-    result.error = Some(ErrorInfo {
-        code: codes::INVALID_OUTPUT.into(),
-        message: format!(
-            "'{}' returned output that does not match its output schema; this is a bug in the tool",
-            tool.name()
-        ),
-        retryable: false,
-        details: Some(json!({ "violations": violations })),
-    });
+    result.error = Some(
+        ErrorInfo::new(
+            codes::INVALID_OUTPUT,
+            format!(
+                "'{}' returned output that does not match its output schema; this is a bug in the tool",
+                tool.name()
+            ),
+        )
+        .details(json!({ "violations": violations })),
+    );
     result
 }
 
@@ -64,10 +60,7 @@ pub fn bound(mut result: ToolResult, max: usize) -> ToolResult {
     }
     let kept = json_len(&shrunk);
     result.output = shrunk;
-    result.metadata.truncated = Some(Truncation {
-        original_bytes: original as u64,
-        kept_bytes: kept as u64,
-    });
+    result.metadata.truncated = Some(Truncation::new(original as u64, kept as u64));
     result
 }
 

@@ -240,3 +240,27 @@ pub fn ready_plan_text(name: &str) -> String {
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../mount-plans/{name}.toml"));
     std::fs::read_to_string(file).expect("ready plan")
 }
+
+/// Whether process `pid` is gone (or a zombie) within `within`: watched
+/// through /proc, the state the test is waiting for, not a fixed pause.
+pub fn process_ends(pid: u32, within: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let alive = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The state follows the parenthesised command name.
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+                .unwrap_or(false),
+            Err(_) => false,
+        };
+        if !alive {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::yield_now();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

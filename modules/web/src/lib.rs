@@ -14,6 +14,7 @@
 //! The module owns a tokio runtime, built on the first call (mount stays
 //! cheap) and shut down by the cleanup.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 pub mod config;
 pub mod convert;

@@ -82,12 +82,14 @@ pub fn create(names: &Names, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let core = crate::tasks::root().join("core");
     let core = core.canonicalize().unwrap_or(core);
     let abi = toolhost_core::abi::abi_series();
+    let sdk = toolhost_core::SDK_VERSION;
     let fill = |template: &str| {
         template
             .replace("{{name}}", &names.module)
             .replace("{{crate}}", &names.package)
             .replace("{{lib}}", &names.lib)
             .replace("{{abi}}", &abi)
+            .replace("{{sdk}}", sdk)
             .replace("{{core_path}}", &core.to_string_lossy())
             .replace("{{dir}}", &dir.to_string_lossy())
     };

@@ -65,14 +65,18 @@ pub mod names {
     pub const BEHAVIOUR_INVALID_INPUTS: &str = "behaviour.invalid_inputs";
     /// A long call returns promptly once cancelled.
     pub const BEHAVIOUR_CANCEL: &str = "behaviour.cancel";
+    /// Boundary values ("", 0, -1, extremes, empty collections) at each
+    /// typed property get a well-formed answer, never a panic.
+    pub const BEHAVIOUR_BOUNDARY_INPUTS: &str = "behaviour.boundary_inputs";
 
     /// The behaviour checks, each run in its own process per tool.
-    pub const BEHAVIOUR: [&str; 6] = [
+    pub const BEHAVIOUR: [&str; 7] = [
         BEHAVIOUR_EMPTY_INPUT,
         BEHAVIOUR_WRONG_TYPES,
         BEHAVIOUR_OVERSIZED_STRINGS,
         BEHAVIOUR_VALID_INPUTS,
         BEHAVIOUR_INVALID_INPUTS,
+        BEHAVIOUR_BOUNDARY_INPUTS,
         BEHAVIOUR_CANCEL,
     ];
 }

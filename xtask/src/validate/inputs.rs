@@ -174,6 +174,59 @@ impl<'a> Generator<'a> {
         cases
     }
 
+    /// Inputs with a boundary value at each typed property: `""` and a lone
+    /// space for strings; 0, -1, 1 and the extremes for numbers; both
+    /// booleans; an empty array and object. Only those the schema accepts
+    /// (the host passes them through to the tool), or all of them when the
+    /// schema does not compile. A tool must answer each with a well-formed
+    /// result: a refusal is fine, a panic is not.
+    pub fn boundaries(&self) -> Vec<Case> {
+        let base = self
+            .valid(Fill::Full)
+            .or_else(|| self.valid(Fill::Minimal))
+            .unwrap_or_else(|| json!({}));
+        let mut cases = Vec::new();
+        for (name, schema) in self.properties() {
+            let mut values = Vec::new();
+            for t in types_of(schema) {
+                match t.as_str() {
+                    "string" => values.extend([json!(""), json!(" ")]),
+                    "integer" => values.extend([
+                        json!(0),
+                        json!(-1),
+                        json!(1),
+                        json!(i64::MIN),
+                        json!(i64::MAX),
+                        json!(u64::MAX),
+                    ]),
+                    "number" => values.extend([
+                        json!(0),
+                        json!(-1),
+                        json!(0.5),
+                        json!(-f64::MAX),
+                        json!(f64::MAX),
+                        json!(f64::MIN_POSITIVE),
+                    ]),
+                    "boolean" => values.extend([json!(false), json!(true)]),
+                    "array" => values.push(json!([])),
+                    "object" => values.push(json!({})),
+                    _ => {}
+                }
+            }
+            for value in values {
+                let input = with(&base, &name, value.clone());
+                if self.accepts(&input) != Some(false) && !cases.iter().any(|c: &Case| c.input == input) {
+                    cases.push(Case {
+                        label: format!("/{name} = {value}"),
+                        input,
+                        worth_refusing: false,
+                    });
+                }
+            }
+        }
+        cases
+    }
+
     /// Inputs with a 1 MiB string at each string property.
     pub fn oversized(&self) -> Vec<Case> {
         let base = self

@@ -72,6 +72,7 @@ pub fn run(job: &Job, sink: &Sink, check: &str, index: usize, tool: &str) {
         n::BEHAVIOUR_EMPTY_INPUT => (vec![case("{}", json!({}))], Expect::Any),
         n::BEHAVIOUR_WRONG_TYPES => (generator.wrong_types(), Expect::Invalid),
         n::BEHAVIOUR_OVERSIZED_STRINGS => (generator.oversized(), Expect::Any),
+        n::BEHAVIOUR_BOUNDARY_INPUTS => (generator.boundaries(), Expect::Any),
         n::BEHAVIOUR_VALID_INPUTS => {
             let mut cases = Vec::new();
             for (label, fill) in [
@@ -100,6 +101,7 @@ pub fn run(job: &Job, sink: &Sink, check: &str, index: usize, tool: &str) {
     if cases.is_empty() {
         let why = match check {
             n::BEHAVIOUR_OVERSIZED_STRINGS => "no string properties to oversize",
+            n::BEHAVIOUR_BOUNDARY_INPUTS => "no typed properties to push to their boundaries",
             n::BEHAVIOUR_VALID_INPUTS => {
                 "could not generate a schema-valid input (a pattern or a $ref this generator cannot follow)"
             }

@@ -22,14 +22,14 @@ pub struct Mounted {
 
 /// Mounts `module` with `config`, as toolhost would.
 pub fn mount(module: ModuleRef, name: &str, config: &Value, work_dir: &Path) -> Result<Mounted, String> {
-    let envelope = MountEnvelope {
-        config: config.clone(),
-        host: HostInfo {
-            working_dir: work_dir.to_string_lossy().into_owned(),
-            host_version: format!("xtask validate-module (toolhost {})", env!("CARGO_PKG_VERSION")),
-            state_dir: work_dir.join(".state").to_string_lossy().into_owned(),
-        },
-    };
+    let envelope = MountEnvelope::new(
+        config.clone(),
+        HostInfo::new(
+            work_dir.to_string_lossy(),
+            format!("xtask validate-module (toolhost {})", env!("CARGO_PKG_VERSION")),
+            work_dir.join(".state").to_string_lossy(),
+        ),
+    );
     let envelope = serde_json::to_string(&envelope).map_err(|e| e.to_string())?;
     // The host's own coordinator, so the module meets exactly what toolhost
     // gives it; its events go to a bus nobody observes.
