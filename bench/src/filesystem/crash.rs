@@ -158,6 +158,7 @@ fn kill_rounds(b: &mut Bench, work: &Path, project: &Path) -> anyhow::Result<()>
 
 /// Peak RSS (KiB) of a `toolhost call`, read from wait4.
 #[allow(clippy::zombie_processes)] // reaped by wait4, which std's Child cannot see
+#[allow(unsafe_code)] // wait4: std has no peak-RSS of a child
 fn peak_rss_kib(b: &Bench, work: &Path, tool: &str, input: &Value) -> anyhow::Result<(i64, Duration)> {
     let started = Instant::now();
     let child = toolhost(b, work)
