@@ -42,10 +42,11 @@ impl<T: Tool> ToolAdapter<T> {
     }
 }
 
-/// The JSON Schema of an input type, without the generator's `title` (it
-/// names a Rust type, which means nothing to a model).
+/// The JSON Schema of an input type, with standard formats only
+/// ([`super::schema`]) and without the generator's `title` (it names a Rust
+/// type, which means nothing to a model).
 pub(crate) fn input_schema<I: schemars::JsonSchema>() -> Value {
-    let mut schema = schemars::schema_for!(I).to_value();
+    let mut schema = super::schema::standard_formats::<I>().to_value();
     if let Some(map) = schema.as_object_mut() {
         map.remove("title");
     }

@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use super::http::sessions::SessionCalls;
 use super::{convert, elicit, progress};
 use crate::cancel::CancelToken;
 use crate::pipeline::{Call, Pipeline};
@@ -24,6 +25,8 @@ pub struct ToolhostServer {
     pipeline: Arc<Pipeline>,
     tools: Arc<Vec<Tool>>,
     gone: CancelToken,
+    /// HTTP: each session's cancel token (fired when the session ends).
+    session_calls: Option<Arc<SessionCalls>>,
 }
 
 impl ToolhostServer {
@@ -40,7 +43,23 @@ impl ToolhostServer {
             pipeline,
             tools: Arc::new(tools),
             gone,
+            session_calls: None,
         }
+    }
+
+    /// The same server, its calls cancelled when their HTTP session ends.
+    pub fn with_session_calls(mut self, calls: Arc<SessionCalls>) -> Self {
+        self.session_calls = Some(calls);
+        self
+    }
+
+    /// Fires when the session `context` belongs to ends (HTTP; `None` on
+    /// stdio, where the session is the process).
+    fn session_ended(&self, context: &RequestContext<RoleServer>) -> Option<CancelToken> {
+        let calls = self.session_calls.as_ref()?;
+        let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+        let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+        Some(calls.token(id))
     }
 
     /// The same server for another client connection.
@@ -49,6 +68,7 @@ impl ToolhostServer {
             pipeline: self.pipeline.clone(),
             tools: self.tools.clone(),
             gone,
+            session_calls: self.session_calls.clone(),
         }
     }
 }
@@ -113,6 +133,7 @@ impl ServerHandler for ToolhostServer {
             approver: elicit::approver(&context.peer, cancel.clone()),
             ..Call::default()
         };
+        let session_ended = self.session_ended(&context).unwrap_or_default();
         // Boxed: the pipeline's future is large, and rmcp moves the handler's
         // future into a task per request.
         let mut running = Box::pin(self.pipeline.call(call));
@@ -126,6 +147,10 @@ impl ServerHandler for ToolhostServer {
                 running.await
             }
             _ = self.gone.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
+            _ = session_ended.cancelled() => {
                 cancel.cancel();
                 running.await
             }

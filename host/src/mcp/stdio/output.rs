@@ -1,22 +1,66 @@
-//! Stdout, shared by the two writers of a stdio session: rmcp (for
-//! everything it answers) and the threads that answer direct calls. Each
-//! message is written whole under stdout's lock (one `write` unless the
-//! pipe is full), so messages never interleave; stdout carries nothing
-//! else (logs go to stderr).
+//! The protocol stream, shared by the two writers of a stdio session: rmcp
+//! (for everything it answers) and the threads that answer direct calls.
+//! Each message is written whole under one lock (one `write` unless the
+//! pipe is full), so messages never interleave.
+//!
+//! The stream is the process's original stdout, moved to a private
+//! descriptor ([`Output::take_stdout`]); fd 1 then points at stderr. So a
+//! module (or a library, or anything else in the process) that prints to
+//! stdout writes to the log, never into the middle of a JSON-RPC message,
+//! and child processes that inherit fd 1 do the same.
 
+use std::fs::File;
 use std::io::Write;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 
 use serde::Serialize;
 use tokio::io::AsyncWrite;
 
-/// Writes whole protocol messages to stdout.
-#[derive(Default)]
-pub struct Output;
+/// Writes whole protocol messages to the client.
+pub struct Output {
+    stream: Mutex<File>,
+}
 
 impl Output {
+    /// The protocol stream: stdout, moved aside on first use (see
+    /// [`Output::take_stdout`]). Called before the plan's modules load, so
+    /// what they print while mounting cannot reach the client either.
+    pub fn protocol() -> std::io::Result<Arc<Output>> {
+        static STREAM: OnceLock<Arc<Output>> = OnceLock::new();
+        static TAKING: Mutex<()> = Mutex::new(());
+        let _once = TAKING.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(stream) = STREAM.get() {
+            return Ok(stream.clone());
+        }
+        let stream = Arc::new(Output::take_stdout()?);
+        Ok(STREAM.get_or_init(|| stream).clone())
+    }
+
+    /// Moves stdout to a private close-on-exec descriptor and points fd 1
+    /// at stderr; the returned writer is the only way to the client.
+    fn take_stdout() -> std::io::Result<Output> {
+        // Whatever Rust's stdout buffer holds belongs to the old stream.
+        let _ = std::io::stdout().lock().flush();
+        // SAFETY: fcntl on fd 1 with F_DUPFD_CLOEXEC creates a new
+        // descriptor (≥ 3) or fails; no memory is involved.
+        let private = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
+        if private < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `private` was just created and is owned by nobody else.
+        let private = unsafe { OwnedFd::from_raw_fd(private) };
+        // SAFETY: dup2 of two open descriptors; fd 1 is atomically replaced.
+        if unsafe { libc::dup2(2, 1) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Output {
+            stream: Mutex::new(File::from(private)),
+        })
+    }
+
     /// Writes `message` as one line of JSON. A client that has stopped
     /// reading (a closed pipe) is not an error worth more than a debug line:
     /// the session ends on its own when stdin closes.
@@ -34,9 +78,8 @@ impl Output {
 
     /// Writes bytes that hold whole messages.
     fn write(&self, bytes: &[u8]) -> std::io::Result<()> {
-        let mut out = std::io::stdout().lock();
-        out.write_all(bytes)?;
-        out.flush()
+        let mut out = self.stream.lock().unwrap_or_else(PoisonError::into_inner);
+        out.write_all(bytes)
     }
 }
 

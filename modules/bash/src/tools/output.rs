@@ -92,6 +92,7 @@ impl Tool for BashOutput {
              whether it is still running; once it has ended, its exit code too (and the job is forgotten).",
         )
         .effect(Effect::ReadOnly)
+        .annotations(not_idempotent())
         .alias("BashOutput")
     }
 
@@ -107,4 +108,12 @@ impl Tool for BashOutput {
         }
         Ok(Value::Object(out))
     }
+}
+
+/// Read-only, but not idempotent: each call consumes the output it returns,
+/// and the call after a job's end finds it forgotten.
+fn not_idempotent() -> toolhost_core::Annotations {
+    let mut annotations = Effect::ReadOnly.default_annotations();
+    annotations.idempotent = false;
+    annotations
 }
