@@ -112,6 +112,15 @@ def test_foreign_origins_are_refused_and_allowed_ones_pass(workspace):
         assert echo_works(server.url), "a client without Origin (not a browser) is served"
     finally:
         server.stop()
+    # With no allow-list at all, every browser origin is refused.
+    server = start(ws)
+    try:
+        with httpx2.Client(timeout=10) as client:
+            local = client.post(server.url, content=init_body(), headers={**auth(), "Origin": "http://localhost:3000"})
+            assert local.status_code == 403, local.text
+        assert echo_works(server.url)
+    finally:
+        server.stop()
 
 
 def test_without_a_token_one_is_generated_into_a_private_file(workspace):
