@@ -25,10 +25,7 @@ impl SessionCalls {
 
     /// The token of `session` (made on first use).
     pub fn token(&self, session: &str) -> CancelToken {
-        self.lock()
-            .entry(session.to_owned())
-            .or_default()
-            .clone()
+        self.lock().entry(session.to_owned()).or_default().clone()
     }
 
     /// The session ended: its calls are cancelled.

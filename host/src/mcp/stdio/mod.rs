@@ -10,6 +10,7 @@
 
 mod direct;
 mod input;
+mod judge;
 mod output;
 mod relay;
 
@@ -23,7 +24,7 @@ use super::ToolhostServer;
 use crate::cancel::CancelToken;
 use crate::pipeline::Pipeline;
 use direct::Router;
-use output::{Output, RmcpOutput};
+use output::{Output, RmcpIds, RmcpOutput};
 use relay::Relay;
 
 /// How long past its grace period a cancelled call may take to be answered
@@ -49,12 +50,14 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
     let output = Output::protocol().map_err(|e| format!("cannot set up stdout: {e}"))?;
     let (relay_tx, relay) = Relay::new();
     let gone = CancelToken::new();
+    let rmcp_ids = RmcpIds::default();
     let router = Arc::new(Router::new(
         pipeline.clone(),
         tokio::runtime::Handle::current(),
         output.clone(),
         relay_tx,
         gone.clone(),
+        rmcp_ids.clone(),
     ));
     input::start(router.clone()).map_err(|e| format!("cannot read stdin: {e}"))?;
     let _on_shutdown = {
@@ -74,7 +77,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
                     return;
                 }
             };
-            let transport = AsyncRwTransport::new_server(relay, RmcpOutput(output));
+            let transport = AsyncRwTransport::new_server(relay, RmcpOutput(output, rmcp_ids));
             let server = ToolhostServer::new(pipeline, gone.clone());
             let served = runtime.block_on(session(server, transport, shutdown, gone, &router));
             // Tools that ignored cancellation must not hold the exit.

@@ -16,7 +16,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 
-use serde::Serialize;
+use std::collections::HashSet;
+
+use rmcp::model::RequestId;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWrite;
 
 /// Writes whole protocol messages to the client.
@@ -83,15 +87,68 @@ impl Output {
     }
 }
 
+/// The requests rmcp has taken and not yet answered, so a reused id is
+/// refused before rmcp sees it (rmcp would run both, or neither).
+#[derive(Clone, Default)]
+pub struct RmcpIds(Arc<Mutex<HashSet<RequestId>>>);
+
+impl RmcpIds {
+    /// rmcp now owes an answer to `id`.
+    pub fn insert(&self, id: RequestId) {
+        self.lock().insert(id);
+    }
+
+    /// Whether rmcp owes an answer to `id`.
+    pub fn contains(&self, id: &RequestId) -> bool {
+        self.lock().contains(id)
+    }
+
+    /// rmcp no longer owes one (answered, or cancelled by the client).
+    pub fn forget(&self, id: &RequestId) {
+        self.lock().remove(id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets the ids of the responses in `bytes` (whole lines of JSON).
+    fn answered(&self, bytes: &[u8]) {
+        if self.lock().is_empty() {
+            return;
+        }
+        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            if let Ok(Sent {
+                id: Some(id),
+                method: None,
+            }) = serde_json::from_slice::<Sent>(line)
+            {
+                self.forget(&id);
+            }
+        }
+    }
+}
+
+/// What decides whether a message rmcp wrote answers a client's request.
+#[derive(Deserialize)]
+struct Sent {
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+}
+
 /// rmcp's side of stdout. rmcp's framing hands over whole encoded messages
 /// in each write, and each is written whole before the write returns (a
 /// blocking write on the session's own thread: stdout is a pipe the client
 /// drains, and nothing else waits on that thread meanwhile).
-pub struct RmcpOutput(pub Arc<Output>);
+pub struct RmcpOutput(pub Arc<Output>, pub RmcpIds);
 
 impl AsyncWrite for RmcpOutput {
     fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Poll::Ready(self.0.write(buf).map(|()| buf.len()))
+        let written = self.0.write(buf).map(|()| buf.len());
+        self.1.answered(buf);
+        Poll::Ready(written)
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
