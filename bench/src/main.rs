@@ -6,6 +6,7 @@ mod bash;
 mod filesystem;
 mod host;
 mod mcp;
+mod mcp_http;
 mod pipeline;
 mod report;
 mod web;
