@@ -190,3 +190,29 @@ test("MCP Inspector CLI over streamable HTTP", async () => {
     await server.stop();
   }
 });
+
+test("bash heartbeats keep a client's request timeout alive (sdk 1.32, resetTimeoutOnProgress)", async () => {
+  const ws = workspace();
+  assert.ok(existsSync(join(MODULES, "libtoolhost_bash.so")), `the bash module is missing from ${MODULES}`);
+  writeFileSync(ws.plan, '[host]\ndefault_timeout_secs = 60\n\n[[tools]]\nmodule = "bash"\n');
+  const transport = new currentStdio.StdioClientTransport({ command: BIN, args: ["--plan", ws.plan, "serve"], cwd: ws.dir, env: env(), stderr: "ignore" });
+  const client = new current.Client({ name: "heartbeat", version: "0" });
+  await client.connect(transport);
+  try {
+    const seen = [];
+    // A 3.5 s request timeout against a 6 s command: only progress
+    // notifications (which reset the timeout) let it finish.
+    const result = await client.callTool({ name: "bash", arguments: { command: "sleep 6; echo finished" } }, undefined, {
+      timeout: 3500,
+      resetTimeoutOnProgress: true,
+      onprogress: (p) => seen.push(p),
+    });
+    assert.equal(result.isError, false, JSON.stringify(result));
+    assert.match(JSON.stringify(result.content), /finished/);
+    assert.ok(seen.length >= 2, `heartbeats: ${JSON.stringify(seen)}`);
+    assert.match(seen[0].message, /running for \d+ s; \d+ bytes of output/);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].progress > seen[i - 1].progress, "progress increases");
+  } finally {
+    await client.close();
+  }
+});
