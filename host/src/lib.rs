@@ -25,4 +25,5 @@ pub mod mcp;
 pub mod pipeline;
 pub mod plan;
 pub mod registry;
+pub mod session;
 pub mod tool;

@@ -87,6 +87,8 @@ struct TypedCall<I> {
     #[serde(default, rename = "deadline_ms")]
     _deadline_ms: Option<u64>,
     working_dir: String,
+    #[serde(default)]
+    session_id: Option<String>,
 }
 
 /// Parses, runs and packages one call. Never panics.
@@ -97,10 +99,20 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
         .ok()
         .flatten();
     // The input: typed already, or the raw value to parse with a precise error.
-    let (tool_call_id, working_dir, input) = match typed {
-        Some(call) => (call.tool_call_id, call.working_dir, Ok(call.input)),
+    let (tool_call_id, working_dir, session_id, input) = match typed {
+        Some(call) => (
+            call.tool_call_id,
+            call.working_dir,
+            call.session_id,
+            Ok(call.input),
+        ),
         None => match serde_json::from_str::<CallRequest>(call_json) {
-            Ok(call) => (call.tool_call_id, call.working_dir, Err(call.input)),
+            Ok(call) => (
+                call.tool_call_id,
+                call.working_dir,
+                call.session_id,
+                Err(call.input),
+            ),
             Err(e) => {
                 return ToolResult::failure(
                     "",
@@ -112,7 +124,8 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
         },
     };
     let outcome = guard(|| {
-        let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir));
+        let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir))
+            .with_session(session_id.clone());
         let parsed = match input {
             Ok(input) => Ok(input),
             Err(raw) => parse_input::<T::Input>(raw),

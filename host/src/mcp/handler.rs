@@ -57,9 +57,7 @@ impl ToolhostServer {
     /// stdio, where the session is the process).
     fn session_ended(&self, context: &RequestContext<RoleServer>) -> Option<CancelToken> {
         let calls = self.session_calls.as_ref()?;
-        let parts = context.extensions.get::<hyper::http::request::Parts>()?;
-        let id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
-        Some(calls.token(id))
+        Some(calls.token(http_session(context)?))
     }
 
     /// The same server for another client connection.
@@ -121,6 +119,8 @@ impl ServerHandler for ToolhostServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let cancel = CancelToken::new();
+        let session_ended = self.session_ended(&context).unwrap_or_default();
+        let session_id = http_session(&context).map(crate::session::http);
         let reporter = context
             .meta
             .get_progress_token()
@@ -131,9 +131,9 @@ impl ServerHandler for ToolhostServer {
             cancel: Some(cancel.clone()),
             progress: reporter.as_ref().map(progress::Reporter::sink),
             approver: elicit::approver(&context.peer, cancel.clone()),
+            session_id,
             ..Call::default()
         };
-        let session_ended = self.session_ended(&context).unwrap_or_default();
         // Boxed: the pipeline's future is large, and rmcp moves the handler's
         // future into a task per request.
         let mut running = Box::pin(self.pipeline.call(call));
@@ -160,4 +160,10 @@ impl ServerHandler for ToolhostServer {
         }
         Ok(convert::call_result(result).into())
     }
+}
+
+/// The MCP session id of an HTTP request (none on stdio).
+fn http_session(context: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    parts.headers.get("mcp-session-id")?.to_str().ok()
 }
