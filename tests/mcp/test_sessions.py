@@ -64,3 +64,44 @@ def test_a_stdio_client_and_a_cli_process_are_one_session_each(workspace):
     line = json.dumps({"name": "echo", "input": {"message": "session"}})
     batch = {r["output"]["session"] for r in cli("batch", "-", stdin=f"{line}\n{line}\n")}
     assert len(batch) == 1, batch
+
+
+def structured(response) -> dict:
+    for line in response.text.splitlines():
+        if line.startswith("data:") and '"result"' in line:
+            return json.loads(line[5:])["result"]
+    raise AssertionError(response.text)
+
+
+def test_two_http_sessions_do_not_share_files_read_or_jobs(workspace):
+    ws = workspace(
+        '[host]\ncancel_grace_ms = 1500\n\n[[tools]]\nmodule = "filesystem"\n'
+        '[tools.config]\nallowed_read_paths = ["."]\nallowed_write_paths = ["."]\n\n[[tools]]\nmodule = "bash"\n'
+    )
+    (ws.path / "notes.txt").write_text("A's notes\n")
+    server = start(ws)
+    try:
+        with httpx2.Client(timeout=30) as client:
+            a = open_session(client, server.url)
+            b = open_session(client, server.url)
+            assert not structured(call(client, server.url, a, "read_file", {"file_path": "notes.txt"}))["isError"]
+            # B never read the file: it may not overwrite it on A's read.
+            denied = structured(call(client, server.url, b, "write_file", {"file_path": "notes.txt", "content": "B was here\n"}))
+            assert denied["isError"] and denied["_meta"]["toolhost"]["code"] == "read_before_write", denied
+            assert (ws.path / "notes.txt").read_text() == "A's notes\n"
+            ok = structured(call(client, server.url, a, "write_file", {"file_path": "notes.txt", "content": "A again\n"}))
+            assert not ok["isError"], ok
+
+            started = structured(call(client, server.url, a, "bash", {"command": "sleep 30", "run_in_background": True}))
+            job = started["structuredContent"]["id"]
+            # B can neither read nor kill A's job, nor see it listed.
+            for tool in ("bash_output", "bash_kill"):
+                refused = structured(call(client, server.url, b, tool, {"id": job}))
+                assert refused["isError"], refused
+                assert "sleep 30" not in json.dumps(refused), "another session's command leaked"
+            mine = structured(call(client, server.url, a, "bash_output", {"id": job}))
+            assert not mine["isError"], mine
+            killed = structured(call(client, server.url, a, "bash_kill", {"id": job}))
+            assert not killed["isError"], killed
+    finally:
+        server.stop()

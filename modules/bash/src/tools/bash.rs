@@ -91,6 +91,7 @@ impl Tool for Bash {
             let job = m
                 .jobs
                 .start(
+                    ctx.session_id(),
                     &input.command,
                     spawned,
                     captures,

@@ -72,7 +72,7 @@ impl Tool for EditFile {
             )))
             }
         };
-        super::guarded::require_read(state, &target, &stat)?;
+        super::guarded::require_read(state, ctx.session_id(), &target, &stat)?;
         if stat.st_size as u64 > state.config.max_edit_bytes {
             return Err(ToolError::invalid_input(format!(
                 "{display} is {} bytes; edit_file loads at most {} (max_edit_bytes)",
@@ -121,7 +121,7 @@ impl Tool for EditFile {
         )?;
         let new_stat = atomic::write(&target, applied.content.as_bytes(), Some(stat.st_mode & 0o7777))
             .map_err(|e| ToolError::new("io_error", format!("cannot write {display}: {e}")))?;
-        state.reads.record(&target.key, &new_stat);
+        state.reads.record(ctx.session_id(), &target.key, &new_stat);
         let plural = if applied.count == 1 { "" } else { "s" };
         Ok(format!(
             "edited {display}: {} replacement{plural}\n{}",

@@ -58,14 +58,14 @@ impl Tool for WriteFile {
         let existing = atomic::inspect(&target)?;
         let mode = match &existing {
             Existing::File(stat) => {
-                super::guarded::require_read(state, &target, stat)?;
+                super::guarded::require_read(state, ctx.session_id(), &target, stat)?;
                 Some(stat.st_mode & 0o7777)
             }
             Existing::Missing => None,
         };
         let stat = atomic::write(&target, input.content.as_bytes(), mode)
             .map_err(|e| ToolError::new("io_error", format!("cannot write {}: {e}", target.display)))?;
-        state.reads.record(&target.key, &stat);
+        state.reads.record(ctx.session_id(), &target.key, &stat);
         let lines = input.content.lines().count();
         let verb = if mode.is_some() { "replaced" } else { "created" };
         Ok(format!(
