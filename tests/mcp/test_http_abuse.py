@@ -54,7 +54,7 @@ def start(ws, *flags: str, token: str | None = "tok", preexec=None) -> HttpServe
 
     def ready() -> bool:
         server.log.seek(0)
-        match = re.search(r"at (http://\S+)", server.log.read())
+        match = re.search(r"at (http://\S+)\s", server.log.read())
         if match:
             server.url = match.group(1)
         return server.url is not None or server.proc.poll() is not None

@@ -70,7 +70,8 @@ function httpServer(ws) {
     const timer = setTimeout(() => reject(new Error(`the server did not start:\n${log}`)), 20_000);
     child.stderr.on("data", (chunk) => {
       log += chunk;
-      const match = log.match(/at (http:\/\/\S+)/);
+      // Only a whole line: a chunk may end in the middle of the address.
+      const match = log.match(/at (http:\/\/\S+)[ \n]/);
       if (match) {
         clearTimeout(timer);
         resolvePromise({
