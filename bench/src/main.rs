@@ -12,6 +12,7 @@ mod filesystem;
 mod host;
 mod isolation;
 mod mcp;
+mod mcp_http;
 mod pipeline;
 mod report;
 mod web;

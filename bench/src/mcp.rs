@@ -76,16 +76,25 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
                 continue;
             }
         };
-        if let Err(e) = per_call(b, &mut server, tool, &input) {
-            eprintln!("bench mcp: {tool}: {e:#}");
-        }
+        let stdio_trip = per_call(b, &mut server, tool, &input);
         server.stop();
+        match stdio_trip {
+            // The same small call over HTTP, beside stdio in the same run.
+            Ok(median) if tool == "echo" => {
+                if let Err(e) = crate::mcp_http::run(b, &bin, &plan, dir.path(), median) {
+                    eprintln!("bench mcp: echo over HTTP: {e:#}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("bench mcp: {tool}: {e:#}"),
+        }
     }
     Ok(())
 }
 
-/// Round trip, server CPU per call, and resident memory after the calls.
-fn per_call(b: &mut Bench, server: &mut Server, tool: &str, input: &Value) -> anyhow::Result<()> {
+/// Round trip, server CPU per call, and resident memory after the calls;
+/// returns the median round trip.
+fn per_call(b: &mut Bench, server: &mut Server, tool: &str, input: &Value) -> anyhow::Result<Duration> {
     let params = json!({"name": tool, "arguments": input});
     // Warm up, and check the call works.
     for _ in 0..50 {
@@ -97,10 +106,12 @@ fn per_call(b: &mut Bench, server: &mut Server, tool: &str, input: &Value) -> an
     }
     let pid = server.child.id();
     let (cpu, trips) = rounds(b, pid, || server.request("tools/call", params.clone()).map(drop))?;
+    let trips = Stats::of(trips);
+    let median = trips.median;
     b.row(
         GROUP,
         format!("tools/call {tool}: client round trip"),
-        Stats::of(trips),
+        trips,
         None,
     );
     b.row(
@@ -118,7 +129,7 @@ fn per_call(b: &mut Bench, server: &mut Server, tool: &str, input: &Value) -> an
         target: Some("≤ 20 MiB".into()),
         met: Some(mib <= 20.0),
     });
-    Ok(())
+    Ok(median)
 }
 
 /// A `toolhost serve` process and a line-based JSON-RPC client to it.

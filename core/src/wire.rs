@@ -252,6 +252,10 @@ pub struct CallRequest {
     pub deadline_ms: Option<u64>,
     /// Folder that relative paths in the input resolve against.
     pub working_dir: String,
+    /// The session the call belongs to (an MCP session, or one CLI process
+    /// or batch): modules keep per-session state under it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 impl CallRequest {
@@ -269,6 +273,7 @@ impl CallRequest {
             input,
             deadline_ms: None,
             working_dir: working_dir.into(),
+            session_id: None,
         }
     }
 }

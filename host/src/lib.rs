@@ -29,4 +29,5 @@ pub mod plan;
 pub mod registry;
 pub mod term;
 pub mod source;
+pub mod session;
 pub mod tool;

@@ -1,9 +1,11 @@
 """`toolhost serve --http`: the same tools over streamable HTTP, loopback by
-default, a bearer token required beyond it (and honoured whenever given)."""
+default, a bearer token required on every interface (generated into a 0600
+file when none is given; `--no-auth` only on loopback)."""
 
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 from contextlib import asynccontextmanager
 
@@ -32,9 +34,11 @@ async def http_session(url: str, token: str | None = None):
 def http_server(workspace):
     servers = []
 
-    def start(addr: str | None = None, token: str | None = None, text: str | None = None) -> HttpServer:
+    def start(addr: str | None = None, token: str | None = None, text: str | None = None, extra_env=None) -> HttpServer:
         ws = workspace(text)
-        server = HttpServer(ws, addr or f"127.0.0.1:{free_port()}", token=token)
+        token = token or secrets.token_hex(16)
+        server = HttpServer(ws, addr or f"127.0.0.1:{free_port()}", token=token, extra_env=extra_env)
+        server.token = token
         servers.append(server)
         assert server.url, f"the server did not start:\n{server.stderr()}"
         server.ws = ws
@@ -47,7 +51,7 @@ def http_server(workspace):
 
 async def test_http_on_loopback_lists_and_calls(http_server):
     server = http_server()
-    async with http_session(server.url) as (session, init):
+    async with http_session(server.url, server.token) as (session, init):
         assert init.server_info.name == "toolhost"
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert tools["echo"].annotations.read_only_hint is True
@@ -88,10 +92,10 @@ async def test_http_with_a_token_refuses_requests_without_it(http_server):
     assert [r["tool"] for r in server.ws.audit_records()] == ["echo"]
 
 
-def test_http_beyond_loopback_needs_a_token(workspace):
+def test_http_beyond_loopback_refuses_no_auth(workspace):
     ws = workspace()
     out = subprocess.run(
-        [str(BIN), *ws.args("--http", f"0.0.0.0:{free_port()}")],
+        [str(BIN), *ws.args("--http", f"0.0.0.0:{free_port()}", "--no-auth")],
         cwd=ws.path,
         env=server_env(),
         capture_output=True,
@@ -121,14 +125,14 @@ async def test_http_cancel_and_disconnect_stop_calls(http_server):
     from harness import wait_until_async
 
     server = http_server()
-    async with http_session(server.url) as (session, _):
+    async with http_session(server.url, server.token) as (session, _):
         with anyio.move_on_after(0.5):
             await session.call_tool("sleep", {"ms": 60_000})
         ok = await session.call_tool("echo", {"message": "after"})
         assert not ok.is_error
 
     # A client that goes away mid-call (its session ends) cancels the call.
-    async with http_session(server.url) as (session, _):
+    async with http_session(server.url, server.token) as (session, _):
         async with anyio.create_task_group() as tg:
             tg.start_soon(session.call_tool, "sleep", {"ms": 60_000})
             await anyio.sleep(0.5)

@@ -69,6 +69,15 @@ pub fn test(extra: &[String]) -> anyhow::Result<()> {
             bail!("the MCP client tests need .venv: create it with `python3 -m venv .venv && .venv/bin/pip install -r tests/mcp/requirements.txt`");
         }
     }
+    // The TypeScript SDK and Inspector interop tests: a missing node or npm
+    // package fails them (run `npm ci --prefix tests/node` first).
+    if root().join("tests/node").is_dir() {
+        run(Command::new("node")
+            .args(["--test", "tests/node/"])
+            .current_dir(root())
+            .env("TOOLHOST_BIN", root().join("target/debug/toolhost"))
+            .env("TOOLHOST_MODULE_PATH", root().join("target/debug")))?;
+    }
     Ok(())
 }
 

@@ -44,10 +44,11 @@ impl<T: Tool> ToolAdapter<T> {
     }
 }
 
-/// The JSON Schema of an input type, without the generator's `title` (it
-/// names a Rust type, which means nothing to a model).
+/// The JSON Schema of an input type, with standard formats only
+/// ([`super::schema`]) and without the generator's `title` (it names a Rust
+/// type, which means nothing to a model).
 pub(crate) fn input_schema<I: schemars::JsonSchema>() -> Value {
-    let mut schema = schemars::schema_for!(I).to_value();
+    let mut schema = super::schema::standard_formats::<I>().to_value();
     if let Some(map) = schema.as_object_mut() {
         map.remove("title");
     }
@@ -88,6 +89,8 @@ struct TypedCall<I> {
     #[serde(default, rename = "deadline_ms")]
     _deadline_ms: Option<u64>,
     working_dir: String,
+    #[serde(default)]
+    session_id: Option<String>,
 }
 
 /// Parses, runs and packages one call. Never panics.
@@ -98,10 +101,20 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
         .ok()
         .flatten();
     // The input: typed already, or the raw value to parse with a precise error.
-    let (tool_call_id, working_dir, input) = match typed {
-        Some(call) => (call.tool_call_id, call.working_dir, Ok(call.input)),
+    let (tool_call_id, working_dir, session_id, input) = match typed {
+        Some(call) => (
+            call.tool_call_id,
+            call.working_dir,
+            call.session_id,
+            Ok(call.input),
+        ),
         None => match serde_json::from_str::<CallRequest>(call_json) {
-            Ok(call) => (call.tool_call_id, call.working_dir, Err(call.input)),
+            Ok(call) => (
+                call.tool_call_id,
+                call.working_dir,
+                call.session_id,
+                Err(call.input),
+            ),
             Err(e) => {
                 return ToolResult::failure(
                     "",
@@ -112,7 +125,7 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
             }
         },
     };
-    let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir));
+    let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir)).with_session(session_id);
     let scope = CallScope::enter();
     let outcome = guard(|| {
         let parsed = match input {

@@ -49,6 +49,7 @@ pub struct Context<'a> {
     tool_call_id: String,
     working_dir: PathBuf,
     metadata: Mutex<Map<String, Value>>,
+    session_id: Option<String>,
 }
 
 impl<'a> Context<'a> {
@@ -58,7 +59,21 @@ impl<'a> Context<'a> {
             tool_call_id,
             working_dir,
             metadata: Mutex::new(Map::new()),
+            session_id: None,
         }
+    }
+
+    pub(crate) fn with_session(mut self, session_id: Option<String>) -> Self {
+        self.session_id = session_id;
+        self
+    }
+
+    /// The session this call belongs to (an MCP session, or one CLI process
+    /// or batch), when the host names one: key per-session state (files
+    /// read, background jobs) by it, so one client cannot see or touch
+    /// another's.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
     }
 
     /// The call's id (for logs and scratch-file names).

@@ -7,5 +7,6 @@ pub mod error;
 pub mod export;
 pub mod guard;
 mod panic_hook;
+pub mod schema;
 pub mod testing;
 pub mod tool;

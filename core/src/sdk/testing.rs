@@ -62,6 +62,7 @@ impl TestContext {
             input,
             deadline_ms: None,
             working_dir: working_dir.to_string_lossy().into_owned(),
+            session_id: None,
         };
         let json = serde_json::to_string(&request).unwrap_or_default();
         let ffi = FfiContext_TO::from_ptr(abi_stable::sabi_types::RRef::new(self), TD_Opaque);

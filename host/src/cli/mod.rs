@@ -132,6 +132,12 @@ async fn run(cli: Cli) -> ExitCode {
     if let Command::Check = cli.command {
         return check::run(plan, &origin);
     }
+    if let Command::Serve(args) = &cli.command {
+        if let Err(message) = serve::prepare(args) {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     let host = match Host::open(plan) {
         Ok(host) => Arc::new(host),
         Err(e) => {

@@ -1,13 +1,16 @@
 //! `toolhost serve`: the plan's tools over MCP, on stdio or (with `--http`)
 //! over streamable HTTP.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::EXIT_USAGE;
 use crate::cancel::CancelToken;
 use crate::host::Host;
 use crate::mcp;
+use crate::mcp::auth::Access;
 use crate::pipeline::Pipeline;
 
 #[derive(clap::Args, Debug)]
@@ -16,19 +19,62 @@ pub(super) struct ServeArgs {
     /// loopback) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
-    /// Bearer token HTTP requests must carry; required beyond loopback.
+    /// Bearer token HTTP requests must carry. Without one, a token is
+    /// generated and written to --token-file.
     #[arg(long, env = "TOOLHOST_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     token: Option<String>,
+    /// Where a generated token is written, mode 0600 (default:
+    /// `<state_dir>/http-<port>.token`).
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    token_file: Option<PathBuf>,
+    /// Serve HTTP without authentication (loopback only): any local user or
+    /// process could then call the tools as you.
+    #[arg(long, conflicts_with_all = ["token", "token_file"])]
+    no_auth: bool,
+    /// A browser origin allowed to call (repeat it; e.g.
+    /// `http://localhost:6274`). Requests with any other `Origin` get 403.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// HTTP connections open at once; more are answered 503.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_connections: usize,
+    /// MCP sessions live at once; more `initialize` calls are answered 503.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_sessions: usize,
+    /// Seconds a client may take to send a request's headers (and an idle
+    /// keep-alive connection is kept).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    header_timeout_secs: u64,
+    /// Seconds without a request after which a session ends, its calls and
+    /// jobs with it.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    session_idle_secs: u64,
+}
+
+/// Before the plan loads: on stdio, the protocol takes stdout for itself,
+/// so nothing a module prints while mounting reaches the client.
+pub(super) fn prepare(args: &ServeArgs) -> Result<(), String> {
+    if args.http.is_none() {
+        mcp::stdio::claim_stdout()?;
+    }
+    Ok(())
 }
 
 pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: ServeArgs) -> ExitCode {
     let pipeline = Arc::new(Pipeline::new(host, shutdown.clone()));
     let served = match args.http {
         Some(addr) => {
-            let options = mcp::http::Options {
-                addr,
-                token: args.token,
+            let access = match (args.token, args.no_auth) {
+                (Some(token), _) => Access::Token(token),
+                (None, true) => Access::Open,
+                (None, false) => Access::Generated(args.token_file),
             };
+            let mut options = mcp::http::Options::new(addr, access);
+            options.allowed_origins = args.allow_origins;
+            options.max_connections = args.max_connections.max(1);
+            options.max_sessions = args.max_sessions.max(1);
+            options.header_timeout = Duration::from_secs(args.header_timeout_secs.max(1));
+            options.session_idle = Duration::from_secs(args.session_idle_secs.max(1));
             mcp::http::serve(pipeline, shutdown, options).await
         }
         None => mcp::stdio::serve(pipeline, shutdown).await,

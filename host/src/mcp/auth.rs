@@ -1,8 +1,14 @@
-//! Who may use the HTTP endpoint: anyone on loopback, and a bearer token
-//! whenever the server listens beyond it (or whenever a token was given).
+//! Who may use the HTTP endpoint: whoever holds the bearer token, on every
+//! interface, loopback included (anyone on the machine can reach a
+//! loopback port, and the tools run as the server's user). With no token
+//! given, one is generated and written to a file only the server's user can
+//! read; `--no-auth` turns the check off, on loopback only, with a warning.
 
 use std::convert::Infallible;
+use std::io::Write;
 use std::net::SocketAddr;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
@@ -12,6 +18,93 @@ use hyper::{Response, StatusCode};
 
 /// The response body type the HTTP transport speaks.
 pub type Body = BoxBody<Bytes, Infallible>;
+
+/// How HTTP requests are authenticated.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// This token (`--token`, `TOOLHOST_TOKEN`).
+    Token(String),
+    /// A token generated at start, written to this file (or to
+    /// `<state_dir>/http-<port>.token` when `None`).
+    Generated(Option<PathBuf>),
+    /// Nobody is asked for anything (`--no-auth`; loopback only).
+    Open,
+}
+
+impl Access {
+    /// The token requests must carry (`None`: open). Generates and writes
+    /// one when asked to, and says where on stderr.
+    pub fn token(&self, loopback: bool, state_dir: &Path, port: u16) -> Result<Option<String>, String> {
+        match self {
+            Access::Token(token) if token.trim().is_empty() => {
+                Err("the bearer token is empty: pass a non-empty --token or TOOLHOST_TOKEN".into())
+            }
+            Access::Token(token) => Ok(Some(token.clone())),
+            Access::Open if !loopback => Err(
+                "--no-auth is refused beyond loopback: anyone who can reach the port could run the tools as \
+                 this user; pass --token or set TOOLHOST_TOKEN"
+                    .into(),
+            ),
+            Access::Open => {
+                eprintln!(
+                    "toolhost: WARNING: --no-auth: any local user or process can call these tools as this \
+                     user and answer their approval prompts"
+                );
+                Ok(None)
+            }
+            Access::Generated(file) => {
+                let file = file
+                    .clone()
+                    .unwrap_or_else(|| state_dir.join(format!("http-{port}.token")));
+                let token = generate()?;
+                write_private(&file, &token)?;
+                eprintln!(
+                    "toolhost: no token given: generated one and wrote it to {} (mode 0600); \
+                     clients send it as Authorization: Bearer <token>",
+                    file.display()
+                );
+                Ok(Some(token))
+            }
+        }
+    }
+}
+
+/// 32 random bytes from the OS, as hex.
+fn generate() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("cannot generate a token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes `token` to `file`, readable by this user only: a new file
+/// created 0600 beside it, then renamed over it (so an existing file with
+/// looser permissions, or a symlink planted there, is replaced, never
+/// written through).
+fn write_private(file: &Path, token: &str) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("cannot write the token file {}: {e}", file.display());
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(fail)?;
+    }
+    let mut temp = file.as_os_str().to_owned();
+    temp.push(format!(".{}.tmp", std::process::id()));
+    let temp = PathBuf::from(temp);
+    let _ = std::fs::remove_file(&temp);
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .map_err(fail)?;
+    out.write_all(token.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.sync_all())
+        .map_err(fail)?;
+    std::fs::rename(&temp, file).map_err(fail)
+}
 
 /// Whether a bind address is reachable only from this machine.
 pub fn is_loopback(addr: &SocketAddr) -> bool {
@@ -55,6 +148,15 @@ pub fn unauthorized() -> Response<Body> {
     .unwrap_or_else(fallback)
 }
 
+/// A plain-text refusal (404, 413, 503) saying what to do.
+pub fn refusal(status: StatusCode, text: String) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(Full::new(Bytes::from(text)).boxed())
+        .unwrap_or_else(fallback)
+}
+
 /// A plain-text response, for the server's own refusals (401, 404).
 pub fn plain(status: StatusCode, text: &'static str) -> Result<Response<Body>, hyper::http::Error> {
     Response::builder()
@@ -88,6 +190,30 @@ mod tests {
         assert!(!authorized(&headers("Basic s3cret"), "s3cret"));
         assert!(!authorized(&HeaderMap::new(), "s3cret"));
         assert_eq!(unauthorized().status(), StatusCode::UNAUTHORIZED);
+    }
+
+    #[test]
+    fn a_generated_token_is_random_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("toolhost-token-{}", std::process::id()));
+        let file = dir.join("t.token");
+        let _ = std::fs::remove_dir_all(&dir);
+        let first = Access::Generated(Some(file.clone()))
+            .token(true, &dir, 1)
+            .expect("token")
+            .expect("some");
+        assert_eq!(first.len(), 64);
+        assert_eq!(std::fs::read_to_string(&file).expect("read").trim(), first);
+        let mode = std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let second = Access::Generated(Some(file.clone()))
+            .token(true, &dir, 1)
+            .expect("token");
+        assert_ne!(Some(first), second);
+        assert!(Access::Open.token(false, &dir, 1).is_err());
+        assert_eq!(Access::Open.token(true, &dir, 1), Ok(None));
+        assert!(Access::Token(" ".into()).token(true, &dir, 1).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

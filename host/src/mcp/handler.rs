@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use super::http::sessions::SessionCalls;
 use super::{convert, elicit, progress};
 use crate::cancel::CancelToken;
 use crate::pipeline::{Call, Pipeline};
@@ -24,6 +25,8 @@ pub struct ToolhostServer {
     pipeline: Arc<Pipeline>,
     tools: Arc<Vec<Tool>>,
     gone: CancelToken,
+    /// HTTP: each session's cancel token (fired when the session ends).
+    session_calls: Option<Arc<SessionCalls>>,
 }
 
 impl ToolhostServer {
@@ -40,7 +43,21 @@ impl ToolhostServer {
             pipeline,
             tools: Arc::new(tools),
             gone,
+            session_calls: None,
         }
+    }
+
+    /// The same server, its calls cancelled when their HTTP session ends.
+    pub fn with_session_calls(mut self, calls: Arc<SessionCalls>) -> Self {
+        self.session_calls = Some(calls);
+        self
+    }
+
+    /// Fires when the session `context` belongs to ends (HTTP; `None` on
+    /// stdio, where the session is the process).
+    fn session_ended(&self, context: &RequestContext<RoleServer>) -> Option<CancelToken> {
+        let calls = self.session_calls.as_ref()?;
+        Some(calls.token(http_session(context)?))
     }
 
     /// The same server for another client connection.
@@ -49,6 +66,7 @@ impl ToolhostServer {
             pipeline: self.pipeline.clone(),
             tools: self.tools.clone(),
             gone,
+            session_calls: self.session_calls.clone(),
         }
     }
 }
@@ -101,6 +119,8 @@ impl ServerHandler for ToolhostServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let cancel = CancelToken::new();
+        let session_ended = self.session_ended(&context).unwrap_or_default();
+        let session_id = http_session(&context).map(crate::session::http);
         let reporter = context
             .meta
             .get_progress_token()
@@ -111,6 +131,7 @@ impl ServerHandler for ToolhostServer {
             cancel: Some(cancel.clone()),
             progress: reporter.as_ref().map(progress::Reporter::sink),
             approver: elicit::approver(&context.peer, cancel.clone()),
+            session_id,
             ..Call::default()
         };
         // Boxed: the pipeline's future is large, and rmcp moves the handler's
@@ -129,10 +150,20 @@ impl ServerHandler for ToolhostServer {
                 cancel.cancel();
                 running.await
             }
+            _ = session_ended.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
         };
         if let Some(reporter) = reporter {
             reporter.finish().await;
         }
         Ok(convert::call_result(result).into())
     }
+}
+
+/// The MCP session id of an HTTP request (none on stdio).
+fn http_session(context: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    parts.headers.get("mcp-session-id")?.to_str().ok()
 }

@@ -4,6 +4,10 @@
 //! A tool reports progress from its blocking thread; the reports go through
 //! a channel to one task per call that sends them in order, so a slow
 //! client never blocks the tool.
+//!
+//! The spec says a progress value must increase with every notification;
+//! a report whose value does not (a module's bug, or a number that went
+//! backwards) is dropped here, so no client ever sees one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,16 +37,17 @@ impl Reporter {
         let done = Arc::new(Notify::new());
         let finished = done.clone();
         let task = tokio::spawn(async move {
+            let mut rising = Rising::default();
             loop {
                 tokio::select! {
                     biased;
                     report = rx.recv() => match report {
-                        Some(report) => send(&peer, &token, &report).await,
+                        Some(report) => send(&peer, &token, &report, &mut rising).await,
                         None => break,
                     },
                     _ = finished.notified() => {
                         while let Ok(report) = rx.try_recv() {
-                            send(&peer, &token, &report).await;
+                            send(&peer, &token, &report, &mut rising).await;
                         }
                         break;
                     }
@@ -86,9 +91,49 @@ pub fn param(token: &ProgressToken, report: &Value) -> Option<ProgressNotificati
     Some(param)
 }
 
-async fn send(peer: &Peer<RoleServer>, token: &ProgressToken, report: &Value) {
+/// The last progress value sent for one call: only a greater one passes.
+#[derive(Default)]
+pub struct Rising {
+    last: Option<f64>,
+}
+
+impl Rising {
+    /// Whether `progress` may be sent (it is finite and above the last
+    /// value sent); remembers it if so.
+    pub fn admit(&mut self, progress: f64) -> bool {
+        if !progress.is_finite() || self.last.is_some_and(|last| progress <= last) {
+            return false;
+        }
+        self.last = Some(progress);
+        true
+    }
+}
+
+async fn send(peer: &Peer<RoleServer>, token: &ProgressToken, report: &Value, rising: &mut Rising) {
     let Some(param) = param(token, report) else { return };
+    if !rising.admit(param.progress) {
+        tracing::debug!(
+            progress = param.progress,
+            "dropping a progress value that does not increase"
+        );
+        return;
+    }
     if let Err(e) = peer.notify_progress(param).await {
         tracing::debug!("cannot send a progress notification: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_increasing_finite_values_pass() {
+        let mut rising = Rising::default();
+        let admitted: Vec<f64> = [0.0, 1.0, 1.0, 0.5, 2.0, f64::NAN, f64::INFINITY, 3.0]
+            .into_iter()
+            .filter(|&p| rising.admit(p))
+            .collect();
+        assert_eq!(admitted, vec![0.0, 1.0, 2.0, 3.0]);
     }
 }

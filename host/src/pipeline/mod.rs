@@ -69,6 +69,9 @@ pub struct Call {
     /// Who to ask when policy says `ask` (a terminal prompt, MCP
     /// elicitation). Without one, such calls answer `approval_required`.
     pub approver: Option<Approver>,
+    /// The caller's session (an MCP HTTP session); without one, the call
+    /// belongs to this process's session ([`crate::session::process`]).
+    pub session_id: Option<String>,
 }
 
 /// What an approver is asked.
@@ -92,6 +95,7 @@ pub(crate) struct Prepared {
     input: Value,
     cancel: CancelToken,
     progress: Option<ProgressSink>,
+    session_id: Option<String>,
 }
 
 /// A prepared call as stage 6 takes it.
@@ -247,6 +251,7 @@ impl Pipeline {
             input,
             cancel: call.cancel.unwrap_or_default(),
             progress: call.progress,
+            session_id: call.session_id,
         })
     }
 
@@ -282,6 +287,7 @@ impl Pipeline {
             mut input,
             cancel,
             progress,
+            session_id,
         } = prepared;
         record::pre(&self.host.events, &tool, &id, &input);
         let limits = execute::Limits {
@@ -298,6 +304,7 @@ impl Pipeline {
         let mut request =
             CallRequest::new(id, tool.module_name.clone(), call_input, self.working_dir.clone());
         request.deadline_ms = Some(limits.timeout.as_millis() as u64);
+        request.session_id = Some(session_id.unwrap_or_else(|| crate::session::process().to_string()));
         Launch {
             tool,
             request,

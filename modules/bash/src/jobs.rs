@@ -37,6 +37,9 @@ pub struct Job {
     pub command: String,
     /// When it started.
     pub started: Instant,
+    /// The session that started it (the host's session id): only that
+    /// session can read or kill it.
+    pub session: String,
     state: Mutex<JobState>,
     stop: AtomicU8,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -82,9 +85,12 @@ impl Jobs {
         self.map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Starts a thread driving `spawned` as a new job and returns it.
+    /// Starts a thread driving `spawned` as a new job of `session` and
+    /// returns it.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         &self,
+        session: Option<&str>,
         command: &str,
         spawned: Spawned,
         captures: (Capture, Capture),
@@ -97,6 +103,7 @@ impl Jobs {
             id: format!("job-{n}"),
             command: command.to_string(),
             started: Instant::now(),
+            session: session.unwrap_or_default().to_string(),
             state: Mutex::new(JobState {
                 stdout: captures.0,
                 stderr: captures.1,
@@ -139,9 +146,24 @@ impl Jobs {
         Ok(job)
     }
 
-    /// The job with this id.
-    pub fn get(&self, id: &str) -> Option<Arc<Job>> {
-        self.map().get(id).cloned()
+    /// The job with this id, if `session` started it (another session's
+    /// job is as unknown as a job that never was).
+    pub fn get(&self, session: Option<&str>, id: &str) -> Option<Arc<Job>> {
+        let session = session.unwrap_or_default();
+        self.map().get(id).filter(|job| job.session == session).cloned()
+    }
+
+    /// `id (state): command` of `session`'s jobs, for messages to it.
+    pub fn describe_for(&self, session: Option<&str>) -> Vec<String> {
+        let session = session.unwrap_or_default();
+        self.map()
+            .values()
+            .filter(|j| j.session == session)
+            .map(|j| {
+                let state = if j.is_running() { "running" } else { "finished" };
+                format!("{} ({state}): {}", j.id, crate::policy::parse::short(&j.command))
+            })
+            .collect()
     }
 
     /// Forgets a job (after its end was reported).

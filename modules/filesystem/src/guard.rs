@@ -34,10 +34,12 @@ impl Stamp {
     }
 }
 
-/// Files read in this process, by real path.
+/// Files read, by session (the host's session id: an MCP session, a CLI
+/// process) and real path: a file one session read does not let another
+/// overwrite it.
 #[derive(Default)]
 pub struct ReadTracker {
-    seen: Mutex<HashMap<PathBuf, Stamp>>,
+    seen: Mutex<HashMap<(String, PathBuf), Stamp>>,
 }
 
 /// Why a write must read first.
@@ -49,28 +51,26 @@ pub enum Stale {
 }
 
 impl ReadTracker {
-    /// Records that `path` was read in the state `stat`.
-    pub fn record(&self, path: &Path, stat: &Stat) {
+    /// Records that `session` read `path` in the state `stat`.
+    pub fn record(&self, session: Option<&str>, path: &Path, stat: &Stat) {
         let stamp = Stamp::of(stat);
-        let mut seen = self.lock();
-        match seen.get_mut(path) {
-            Some(known) => *known = stamp,
-            None => {
-                seen.insert(path.to_path_buf(), stamp);
-            }
-        }
+        self.lock().insert(
+            (session.unwrap_or_default().to_owned(), path.to_path_buf()),
+            stamp,
+        );
     }
 
-    /// Checks that `path`, now in state `stat`, was read in that state.
-    pub fn check(&self, path: &Path, stat: &Stat) -> Result<(), Stale> {
-        match self.lock().get(path) {
+    /// Checks that `session` read `path`, now in state `stat`, in that state.
+    pub fn check(&self, session: Option<&str>, path: &Path, stat: &Stat) -> Result<(), Stale> {
+        let key = (session.unwrap_or_default().to_owned(), path.to_path_buf());
+        match self.lock().get(&key) {
             None => Err(Stale::NotRead),
             Some(stamp) if *stamp != Stamp::of(stat) => Err(Stale::Changed),
             Some(_) => Ok(()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, Stamp>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<(String, PathBuf), Stamp>> {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -27,8 +27,8 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CancelledNotificationParam, JsonRpcVersion2_0, RequestId, ServerJsonRpcMessage,
-    ServerResult,
+    CallToolRequestParams, CancelledNotificationParam, ErrorData, JsonRpcVersion2_0, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::{Peer, RoleServer};
 use serde::Deserialize;
@@ -38,7 +38,8 @@ use tokio::runtime::Handle;
 use toolhost_core::ToolResult;
 
 use super::input::{Job, Lines};
-use super::output::Output;
+use super::judge::{self, Verdict};
+use super::output::{Output, RmcpIds};
 use super::relay::RelaySender;
 use crate::cancel::CancelToken;
 use crate::mcp::{convert, elicit};
@@ -72,6 +73,19 @@ struct Shared {
     draining: AtomicBool,
     /// Fires when the client is gone (stdin closed).
     gone: CancelToken,
+    /// Requests rmcp has yet to answer.
+    rmcp_ids: RmcpIds,
+    /// A line too long for the readers to hold, as it arrives.
+    long: Mutex<LongLine>,
+}
+
+/// A line arriving in pieces ([`Lines::raw`]): held whole up to
+/// [`judge::MAX_LINE`], beyond that only its start and its length.
+#[derive(Default)]
+struct LongLine {
+    bytes: Vec<u8>,
+    length: usize,
+    over: bool,
 }
 
 /// A direct call in flight.
@@ -103,6 +117,7 @@ impl Router {
         output: Arc<Output>,
         relay: RelaySender,
         gone: CancelToken,
+        rmcp_ids: RmcpIds,
     ) -> Router {
         Router {
             shared: Arc::new(Shared {
@@ -116,6 +131,8 @@ impl Router {
                 drained: Condvar::new(),
                 draining: AtomicBool::new(false),
                 gone,
+                rmcp_ids,
+                long: Mutex::new(LongLine::default()),
             }),
         }
     }
@@ -184,7 +201,7 @@ impl Router {
         let cancel = CancelToken::new();
         {
             let mut calls = self.shared.lock_calls();
-            if calls.len() >= MAX_DIRECT || calls.contains_key(&id) {
+            if calls.len() >= MAX_DIRECT || calls.contains_key(&id) || self.shared.rmcp_ids.contains(&id) {
                 return None;
             }
             calls.insert(
@@ -221,6 +238,8 @@ impl Router {
             return;
         };
         let Some(id) = params.request_id else { return };
+        // rmcp does not answer a request its client cancelled.
+        self.shared.rmcp_ids.forget(&id);
         let token = self.shared.lock_calls().get_mut(&id).map(|call| {
             call.cancelled_by_client = true;
             call.cancel.clone()
@@ -229,6 +248,38 @@ impl Router {
             tracing::info!(%id, reason = params.reason, "cancelled");
             token.cancel();
         }
+    }
+
+    /// A line for rmcp, unless rmcp could not answer it (see [`judge`]): then
+    /// it is answered here, once, with its id when it has one.
+    fn judge_and_forward(&self, line: &[u8]) {
+        match judge::judge(trim(line)) {
+            Verdict::Rmcp(Some(id)) => {
+                if self.in_flight(&id) {
+                    let error = ErrorData::invalid_request(
+                        format!("Invalid request: the id {id} is already used by a request in flight; use a new id"),
+                        None,
+                    );
+                    self.answer(error, Some(id));
+                    return;
+                }
+                self.shared.rmcp_ids.insert(id);
+                self.forward(line);
+            }
+            Verdict::Rmcp(None) => self.forward(line),
+            Verdict::Answer(error, id) => self.answer(error, id),
+            Verdict::Drop => {}
+        }
+    }
+
+    /// Whether a request with `id` is running (directly or in rmcp).
+    fn in_flight(&self, id: &RequestId) -> bool {
+        self.shared.lock_calls().contains_key(id) || self.shared.rmcp_ids.contains(id)
+    }
+
+    fn answer(&self, error: ErrorData, id: Option<RequestId>) {
+        tracing::info!(id = ?id, "answering a message rmcp cannot take: {}", error.message);
+        self.shared.output.send(&ServerJsonRpcMessage::error(error, id));
     }
 
     /// Relays bytes to rmcp, waiting while its queue is full (only the
@@ -325,15 +376,35 @@ impl Lines for Router {
                 }
             }
         }
-        self.forward(line);
+        self.judge_and_forward(line);
         None
     }
 
     fn raw(&self, bytes: &[u8]) {
-        self.forward(bytes);
+        let mut long = self.shared.long.lock().unwrap_or_else(PoisonError::into_inner);
+        long.length += bytes.len();
+        if !long.over {
+            long.bytes.extend_from_slice(bytes);
+            if long.length > judge::MAX_LINE + 1 {
+                // Too long to serve: keep its start to find its id.
+                long.over = true;
+                long.bytes.truncate(judge::PREFIX);
+                long.bytes.shrink_to_fit();
+            }
+        }
+        if bytes.last() == Some(&b'\n') {
+            let line = std::mem::take(&mut *long);
+            drop(long);
+            self.long_line(line);
+        }
     }
 
     fn end(&self) {
+        // An unterminated last line is still a message (rmcp reads it so).
+        let tail = std::mem::take(&mut *self.shared.long.lock().unwrap_or_else(PoisonError::into_inner));
+        if tail.length > 0 {
+            self.long_line(tail);
+        }
         tracing::info!("stdin closed: the client is gone; cancelling its calls");
         // rmcp sees the end of its input and ends the session.
         drop(
@@ -345,6 +416,19 @@ impl Lines for Router {
         );
         self.shared.gone.cancel();
         self.close();
+    }
+}
+
+impl Router {
+    fn long_line(&self, line: LongLine) {
+        if line.over {
+            match judge::oversize(&line.bytes, line.length) {
+                Verdict::Answer(error, id) => self.answer(error, id),
+                _ => tracing::info!(bytes = line.length, "dropped a notification over the line limit"),
+            }
+        } else {
+            self.judge_and_forward(&line.bytes);
+        }
     }
 }
 

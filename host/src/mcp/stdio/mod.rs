@@ -1,5 +1,5 @@
-//! MCP over stdin/stdout. Stdout carries protocol messages only; logs go to
-//! stderr. When stdin closes (the client went away) every call in flight is
+//! MCP over stdin/stdout. Stdout carries protocol messages only (fd 1 is
+//! pointed at stderr, see [`output`]); logs go to stderr. When stdin closes (the client went away) every call in flight is
 //! cancelled at once, so a tool's processes do not outlive the client.
 //!
 //! rmcp runs the session ([`ToolhostServer`] on rmcp's transport), but
@@ -10,6 +10,7 @@
 
 mod direct;
 mod input;
+mod judge;
 mod output;
 mod relay;
 
@@ -23,12 +24,21 @@ use super::ToolhostServer;
 use crate::cancel::CancelToken;
 use crate::pipeline::Pipeline;
 use direct::Router;
-use output::{Output, RmcpOutput};
+use output::{Output, RmcpIds, RmcpOutput};
 use relay::Relay;
 
 /// How long past its grace period a cancelled call may take to be answered
 /// before the server exits without it.
 const DRAIN_MARGIN: Duration = Duration::from_secs(2);
+
+/// Moves stdout aside for the protocol before anything else can write to
+/// it (call it before the plan's modules mount): from then on fd 1 is
+/// stderr, and only the server writes to the client.
+pub fn claim_stdout() -> Result<(), String> {
+    Output::protocol()
+        .map(drop)
+        .map_err(|e| format!("cannot set up stdout: {e}"))
+}
 
 /// Serves until the client closes stdin or `shutdown` fires. Returns an
 /// error only when the session could not start.
@@ -37,15 +47,17 @@ const DRAIN_MARGIN: Duration = Duration::from_secs(2);
 /// what is not a direct call, one message at a time. Direct calls use the
 /// caller's runtime for their async stages.
 pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(), String> {
-    let output = Arc::new(Output);
+    let output = Output::protocol().map_err(|e| format!("cannot set up stdout: {e}"))?;
     let (relay_tx, relay) = Relay::new();
     let gone = CancelToken::new();
+    let rmcp_ids = RmcpIds::default();
     let router = Arc::new(Router::new(
         pipeline.clone(),
         tokio::runtime::Handle::current(),
         output.clone(),
         relay_tx,
         gone.clone(),
+        rmcp_ids.clone(),
     ));
     input::start(router.clone()).map_err(|e| format!("cannot read stdin: {e}"))?;
     let _on_shutdown = {
@@ -65,7 +77,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
                     return;
                 }
             };
-            let transport = AsyncRwTransport::new_server(relay, RmcpOutput(output));
+            let transport = AsyncRwTransport::new_server(relay, RmcpOutput(output, rmcp_ids));
             let server = ToolhostServer::new(pipeline, gone.clone());
             let served = runtime.block_on(session(server, transport, shutdown, gone, &router));
             // Tools that ignored cancellation must not hold the exit.

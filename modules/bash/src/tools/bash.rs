@@ -91,6 +91,7 @@ impl Tool for Bash {
             let job = m
                 .jobs
                 .start(
+                    ctx.session_id(),
                     &input.command,
                     spawned,
                     captures,
@@ -114,11 +115,16 @@ impl Tool for Bash {
 
         let (mut stdout, mut stderr) = m.captures(ctx.tool_call_id(), true);
         let deadline = Instant::now() + Duration::from_secs(timeout_secs);
-        let mut sink = |stream: Stream, bytes: &[u8]| match stream {
-            Stream::Stdout => stdout.push(bytes),
-            Stream::Stderr => stderr.push(bytes),
+        let heartbeat = Heartbeat::new();
+        let mut sink = |stream: Stream, bytes: &[u8]| {
+            heartbeat.output(bytes.len());
+            match stream {
+                Stream::Stdout => stdout.push(bytes),
+                Stream::Stderr => stderr.push(bytes),
+            }
         };
         let should_stop = || {
+            heartbeat.beat(ctx);
             if ctx.is_cancelled() {
                 Some(Stop::Cancelled)
             } else if Instant::now() >= deadline {
@@ -141,5 +147,48 @@ impl Tool for Bash {
         }
         ctx.set_metadata("exit_code", out.get("exit_code").cloned().unwrap_or(Value::Null));
         result::conclude(out, &outcome, timeout_secs, m.config.kill_grace_ms, host_deadline)
+    }
+}
+
+/// How often a running command reports progress: well inside the 60 s
+/// request timeout MCP clients (the TypeScript SDK among them) reset on
+/// each progress notification.
+const HEARTBEAT: Duration = Duration::from_secs(2);
+
+/// Progress while a foreground command runs: elapsed seconds (always
+/// increasing) and the output so far, every [`HEARTBEAT`]. The host sends
+/// it on only when the caller asked for progress.
+struct Heartbeat {
+    started: Instant,
+    next: std::cell::Cell<Instant>,
+    bytes: std::cell::Cell<u64>,
+}
+
+impl Heartbeat {
+    fn new() -> Self {
+        let started = Instant::now();
+        Heartbeat {
+            started,
+            next: std::cell::Cell::new(started + HEARTBEAT),
+            bytes: std::cell::Cell::new(0),
+        }
+    }
+
+    fn output(&self, n: usize) {
+        self.bytes.set(self.bytes.get().saturating_add(n as u64));
+    }
+
+    fn beat(&self, ctx: &Context<'_>) {
+        let now = Instant::now();
+        if now < self.next.get() {
+            return;
+        }
+        self.next.set(now + HEARTBEAT);
+        let elapsed = now.duration_since(self.started).as_secs();
+        let message = format!(
+            "running for {elapsed} s; {} bytes of output so far",
+            self.bytes.get()
+        );
+        ctx.progress(elapsed as f64, None, Some(&message));
     }
 }

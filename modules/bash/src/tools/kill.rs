@@ -38,12 +38,12 @@ impl Tool for BashKill {
         .alias("KillShell")
     }
 
-    fn execute(&self, input: KillInput, _ctx: &Context<'_>) -> Result<Value, ToolError> {
+    fn execute(&self, input: KillInput, ctx: &Context<'_>) -> Result<Value, ToolError> {
         let job = self
             .module
             .jobs
-            .get(&input.id)
-            .ok_or_else(|| unknown_job(&self.module, &input.id))?;
+            .get(ctx.session_id(), &input.id)
+            .ok_or_else(|| unknown_job(&self.module, ctx.session_id(), &input.id))?;
         let was_running = job.is_running();
         job.kill();
         let (mut out, _) = drain(&job, self.module.config.max_output_bytes);

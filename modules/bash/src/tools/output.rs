@@ -28,8 +28,8 @@ pub struct BashOutput {
 }
 
 /// The "no such job" error, listing the jobs there are.
-pub fn unknown_job(module: &Module, id: &str) -> ToolError {
-    let jobs = module.jobs.describe();
+pub fn unknown_job(module: &Module, session: Option<&str>, id: &str) -> ToolError {
+    let jobs = module.jobs.describe_for(session);
     let listing = if jobs.is_empty() {
         "there are no background jobs".to_string()
     } else {
@@ -92,19 +92,28 @@ impl Tool for BashOutput {
              whether it is still running; once it has ended, its exit code too (and the job is forgotten).",
         )
         .effect(Effect::ReadOnly)
+        .annotations(not_idempotent())
         .alias("BashOutput")
     }
 
-    fn execute(&self, input: OutputInput, _ctx: &Context<'_>) -> Result<Value, ToolError> {
+    fn execute(&self, input: OutputInput, ctx: &Context<'_>) -> Result<Value, ToolError> {
         let job = self
             .module
             .jobs
-            .get(&input.id)
-            .ok_or_else(|| unknown_job(&self.module, &input.id))?;
+            .get(ctx.session_id(), &input.id)
+            .ok_or_else(|| unknown_job(&self.module, ctx.session_id(), &input.id))?;
         let (out, finished) = drain(&job, self.module.config.max_output_bytes);
         if finished {
             self.module.jobs.remove(&job.id);
         }
         Ok(Value::Object(out))
     }
+}
+
+/// Read-only, but not idempotent: each call consumes the output it returns,
+/// and the call after a job's end finds it forgotten.
+fn not_idempotent() -> toolhost_core::Annotations {
+    let mut annotations = Effect::ReadOnly.default_annotations();
+    annotations.idempotent = false;
+    annotations
 }

@@ -73,7 +73,7 @@ impl Tool for EditFile {
             }
         };
         atomic::check_replaceable(&target, &stat, state.config.allow_hard_links)?;
-        super::guarded::require_read(state, &target, &stat)?;
+        super::guarded::require_read(state, ctx.session_id(), &target, &stat)?;
         if stat.st_size as u64 > state.config.max_edit_bytes {
             return Err(ToolError::invalid_input(format!(
                 "{display} is {} bytes; edit_file loads at most {} (max_edit_bytes)",
@@ -122,7 +122,7 @@ impl Tool for EditFile {
         )?;
         let new_stat = atomic::write(&target, applied.content.as_bytes(), Some(&stat), &state.pending)
             .map_err(|e| atomic::write_error(&display, e))?;
-        state.reads.record(&target.key, &new_stat);
+        state.reads.record(ctx.session_id(), &target.key, &new_stat);
         let plural = if applied.count == 1 { "" } else { "s" };
         Ok(format!(
             "edited {display}: {} replacement{plural}\n{}",

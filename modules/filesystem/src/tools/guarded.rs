@@ -9,11 +9,16 @@ use crate::state::Shared;
 
 /// Refuses replacing `target` (now in state `stat`) unless it was read in
 /// this process in that very state.
-pub fn require_read(state: &Shared, target: &WriteTarget, stat: &Stat) -> Result<(), ToolError> {
+pub fn require_read(
+    state: &Shared,
+    session: Option<&str>,
+    target: &WriteTarget,
+    stat: &Stat,
+) -> Result<(), ToolError> {
     if !state.config.require_read_before_write {
         return Ok(());
     }
-    match state.reads.check(&target.key, stat) {
+    match state.reads.check(session, &target.key, stat) {
         Ok(()) => Ok(()),
         Err(Stale::NotRead) => Err(ToolError::with_status(
             Status::PolicyDenied,

@@ -87,7 +87,9 @@ impl Tool for ReadFile {
                 "{display} is a folder; its entries (kind, size, path):\n{text}{more}"
             ));
         }
-        self.state.reads.record(&handle.real, &handle.stat);
+        self.state
+            .reads
+            .record(ctx.session_id(), &handle.real, &handle.stat);
         let size = handle.stat.st_size.max(0) as u64;
         let mut file = File::from(handle.fd);
         // A file the stat says is shorter than the sniff is read at that

@@ -59,14 +59,14 @@ impl Tool for WriteFile {
         let keep = match &existing {
             Existing::File(stat) => {
                 atomic::check_replaceable(&target, stat, state.config.allow_hard_links)?;
-                super::guarded::require_read(state, &target, stat)?;
+                super::guarded::require_read(state, ctx.session_id(), &target, stat)?;
                 Some(stat)
             }
             Existing::Missing => None,
         };
         let stat = atomic::write(&target, input.content.as_bytes(), keep, &state.pending)
             .map_err(|e| atomic::write_error(&target.display, e))?;
-        state.reads.record(&target.key, &stat);
+        state.reads.record(ctx.session_id(), &target.key, &stat);
         let lines = input.content.lines().count();
         let verb = if keep.is_some() { "replaced" } else { "created" };
         Ok(format!(

@@ -1,0 +1,203 @@
+//! The MCP server over streamable HTTP, beside stdio in the same run: a
+//! minimal HTTP/1.1 keep-alive client (std only) makes small `tools/call`s
+//! one after another, as an agent does, and the median round trip is held
+//! to 1.5× the stdio round trip measured just before.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::report::{Bench, Row, Stats};
+
+const GROUP: &str = "mcp";
+const TOKEN: &str = "bench-token";
+
+/// Round trips of `tools/call echo` over HTTP; adds the HTTP row and the
+/// ratio to `stdio_median`.
+pub fn run(b: &mut Bench, bin: &Path, plan: &Path, cwd: &Path, stdio_median: Duration) -> anyhow::Result<()> {
+    let mut server = HttpServer::start(bin, plan, cwd)?;
+    let result = (|| {
+        let mut client = Client::connect(&server.addr)?;
+        client.initialize()?;
+        let call = json!({"name": "echo", "arguments": {"message": "hello"}});
+        for _ in 0..50 {
+            let answer = client.request("tools/call", call.clone())?;
+            anyhow::ensure!(
+                answer["result"]["isError"] == json!(false),
+                "echo failed: {answer}"
+            );
+        }
+        let mut trips = Vec::new();
+        for _ in 0..b.n(2000).max(200) {
+            let started = Instant::now();
+            client.request("tools/call", call.clone())?;
+            trips.push(started.elapsed());
+        }
+        Ok(Stats::of(trips))
+    })();
+    server.stop();
+    let stats = result?;
+    let ratio = stats.median.as_secs_f64() / stdio_median.as_secs_f64().max(1e-9);
+    b.row(GROUP, "tools/call echo over HTTP: client round trip", stats, None);
+    b.rows.push(Row {
+        group: GROUP,
+        name: format!("HTTP / stdio small-call round trip, same run: {ratio:.2}×"),
+        stats: Stats::of(vec![Duration::ZERO]),
+        target: Some("≤ 1.5×".into()),
+        met: Some(ratio <= 1.5),
+    });
+    Ok(())
+}
+
+struct HttpServer {
+    child: Child,
+    addr: String,
+}
+
+impl HttpServer {
+    fn start(bin: &Path, plan: &Path, cwd: &Path) -> anyhow::Result<HttpServer> {
+        let mut child = Command::new(bin)
+            .arg("--plan")
+            .arg(plan)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .current_dir(cwd)
+            .env("RUST_LOG", "warn")
+            .env("TOOLHOST_TOKEN", TOKEN)
+            .env_remove("TOOLHOST_MODULE_PATH")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let Some(stderr) = child.stderr.take() else {
+            anyhow::bail!("no pipe from the server");
+        };
+        let mut lines = BufReader::new(stderr).lines();
+        let addr = loop {
+            let Some(line) = lines.next().transpose()? else {
+                let _ = child.kill();
+                let _ = child.wait();
+                anyhow::bail!("the HTTP server exited before listening");
+            };
+            if let Some(rest) = line.split("at http://").nth(1) {
+                break rest.split('/').next().unwrap_or_default().to_string();
+            }
+        };
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Ok(HttpServer { child, addr })
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One keep-alive connection speaking MCP's streamable HTTP.
+struct Client {
+    stream: BufReader<TcpStream>,
+    addr: String,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl Client {
+    fn connect(addr: &str) -> anyhow::Result<Client> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Client {
+            stream: BufReader::new(stream),
+            addr: addr.to_string(),
+            session: None,
+            next_id: 1,
+        })
+    }
+
+    fn initialize(&mut self) -> anyhow::Result<()> {
+        let init = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "toolhost-bench", "version": "0"}}),
+        )?;
+        anyhow::ensure!(init.get("result").is_some(), "initialize failed: {init}");
+        self.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        Ok(())
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let text = String::from_utf8(body)?;
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m.get("id") == Some(&json!(id)))
+            .ok_or_else(|| anyhow::anyhow!("no answer to request {id} in: {text}"))
+    }
+
+    /// POSTs one message; returns the response body (read whole).
+    fn post(&mut self, message: &Value) -> anyhow::Result<Vec<u8>> {
+        let body = message.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        if let Some(session) = &self.session {
+            head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+        }
+        head.push_str("\r\n");
+        head.push_str(&body);
+        self.stream.get_mut().write_all(head.as_bytes())?;
+
+        let mut line = String::new();
+        self.stream.read_line(&mut line)?;
+        let status = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+        anyhow::ensure!(status.starts_with('2'), "HTTP {status}");
+        let (mut length, mut chunked) = (None, false);
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line)?;
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let Some((name, value)) = header.split_once(':') else {
+                continue;
+            };
+            let value = value.trim();
+            match name.to_ascii_lowercase().as_str() {
+                "content-length" => length = value.parse::<usize>().ok(),
+                "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+                "mcp-session-id" => self.session = Some(value.to_string()),
+                _ => {}
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                line.clear();
+                self.stream.read_line(&mut line)?;
+                let size = usize::from_str_radix(line.trim(), 16)?;
+                let mut chunk = vec![0; size + 2];
+                self.stream.read_exact(&mut chunk)?;
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        } else if let Some(length) = length {
+            body.resize(length, 0);
+            self.stream.read_exact(&mut body)?;
+        }
+        Ok(body)
+    }
+}

@@ -1,0 +1,340 @@
+//! MCP over rmcp's streamable HTTP transport, served with hyper.
+//!
+//! Every request needs the bearer token unless the operator opted out with
+//! `--no-auth` (loopback only); with no token given, one is generated and
+//! written to a 0600 file ([`super::auth::TokenFile`]). Before rmcp sees a
+//! request: the token, then the caps (connections, sessions), with a clear
+//! refusal for each. rmcp itself checks `Host` (DNS rebinding) and
+//! `Origin` (a present `Origin` must be on the allow-list: 403 otherwise).
+//! Accepted sockets get `TCP_NODELAY` (small calls would otherwise wait
+//! for Nagle's delayed ACK, 10–60× slower than stdio).
+
+mod accept;
+mod priming;
+pub mod sessions;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+
+use super::auth::{self, Body};
+use super::ToolhostServer;
+use crate::cancel::CancelToken;
+use crate::pipeline::Pipeline;
+use accept::{Backoff, Connections};
+use sessions::SessionCalls;
+
+/// Where the MCP endpoint answers (also at `/`).
+pub const ENDPOINT: &str = "/mcp";
+
+/// The largest request body read (rmcp's own cap).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+/// The header naming a request's session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How to listen, and the limits that keep the server up under abuse.
+pub struct Options {
+    /// `HOST:PORT`, `IP:PORT`, or a bare port (loopback).
+    pub addr: String,
+    /// Who may call (see [`auth::Access`]).
+    pub access: auth::Access,
+    /// Browser origins allowed to call; a request with any other `Origin`
+    /// gets 403 (requests without one, as non-browser clients send, pass).
+    pub allowed_origins: Vec<String>,
+    /// Open connections at once; the next is answered 503 and closed.
+    pub max_connections: usize,
+    /// Live sessions at once; the next `initialize` is answered 503.
+    pub max_sessions: usize,
+    /// How long a client may take to send a request's headers, and how long
+    /// an idle keep-alive connection is kept.
+    pub header_timeout: Duration,
+    /// A session with no request for this long ends (its calls with it).
+    pub session_idle: Duration,
+}
+
+impl Options {
+    /// The defaults for `addr`, with `access`.
+    pub fn new(addr: String, access: auth::Access) -> Self {
+        Options {
+            addr,
+            access,
+            allowed_origins: Vec::new(),
+            max_connections: 256,
+            max_sessions: 64,
+            header_timeout: Duration::from_secs(10),
+            session_idle: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Resolves the address: a bare port (or `:PORT`) means loopback.
+pub async fn resolve(addr: &str) -> Result<SocketAddr, String> {
+    let addr = addr.trim();
+    let port_only = addr.strip_prefix(':').unwrap_or(addr);
+    if let Ok(port) = port_only.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Ok(socket) = addr.parse::<SocketAddr>() {
+        return Ok(socket);
+    }
+    tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| {
+            format!("cannot resolve the address '{addr}': {e} (use HOST:PORT, e.g. 127.0.0.1:8080)")
+        })?
+        .next()
+        .ok_or_else(|| format!("the address '{addr}' resolves to nothing"))
+}
+
+/// What every connection's requests are routed with.
+struct Routing {
+    mcp: StreamableHttpService<ToolhostServer, LocalSessionManager>,
+    manager: Arc<LocalSessionManager>,
+    token: Option<Arc<str>>,
+    calls: Arc<SessionCalls>,
+    max_sessions: usize,
+    /// Refusals are logged at most once per window (a flood must not flood
+    /// the log as well).
+    refusals: std::sync::Mutex<accept::RateLimitedLog>,
+}
+
+/// Serves until `shutdown` fires. Errors are for the user (bad address, no
+/// token off loopback, port taken, token file not writable).
+pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Options) -> Result<(), String> {
+    let addr = resolve(&options.addr).await?;
+    let loopback = auth::is_loopback(&addr);
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+    let token = options
+        .access
+        .token(loopback, &pipeline.host().plan.state_dir(), local.port())?;
+
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(options.allowed_origins.iter().cloned())
+        .enforce_origin_validation();
+    if !loopback {
+        // Host checks guard loopback servers against DNS rebinding; beyond
+        // loopback the token does that job, and the names are the operator's.
+        config = config.disable_allowed_hosts();
+    }
+    let sessions_done = config.cancellation_token.clone();
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(options.session_idle);
+    let manager = Arc::new(manager);
+    let calls = SessionCalls::new();
+    let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
+    let routing = Arc::new(Routing {
+        mcp,
+        manager: manager.clone(),
+        token: token.map(Arc::from),
+        calls: calls.clone(),
+        max_sessions: options.max_sessions,
+        refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
+    });
+    let sweeper = tokio::spawn(sessions::sweep(calls, manager, sweep_every(options.session_idle)));
+    eprintln!(
+        "toolhost: serving MCP over streamable HTTP at http://{local}{ENDPOINT}{}",
+        if routing.token.is_some() {
+            " (bearer token required)"
+        } else {
+            " (no authentication: --no-auth)"
+        }
+    );
+
+    let connections = Connections::new(options.max_connections);
+    let mut backoff = Backoff::default();
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => {
+                    backoff.reset();
+                    accepted
+                }
+                Err(e) => {
+                    let pause = backoff.after(&e);
+                    if !pause.is_zero() {
+                        tokio::select! {
+                            _ = tokio::time::sleep(pause) => {}
+                            _ = shutdown.cancelled() => break,
+                        }
+                    }
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => break,
+        };
+        let Some(permit) = connections.admit() else {
+            connections.refuse(stream);
+            continue;
+        };
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
+        }
+        let routing = routing.clone();
+        let header_timeout = options.header_timeout;
+        tokio::spawn(async move {
+            let _permit = permit;
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let routing = routing.clone();
+                async move { Ok::<_, Infallible>(route(&routing, request).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(e) = connection.await {
+                tracing::debug!(%peer, "HTTP connection ended: {e}");
+            }
+        });
+    }
+    sweeper.abort();
+    sessions_done.cancel();
+    Ok(())
+}
+
+/// How often ended sessions are looked for: often enough that an expired
+/// session's calls stop soon after it.
+fn sweep_every(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(200), Duration::from_secs(5))
+}
+
+/// Token first, then the endpoint, the session cap, and rmcp; everything
+/// else is 404.
+async fn route(routing: &Routing, request: Request<Incoming>) -> Response<Body> {
+    if let Some(token) = &routing.token {
+        if !auth::authorized(request.headers(), token) {
+            tracing::info!(path = %request.uri().path(), "rejected an HTTP request without the bearer token");
+            return auth::unauthorized();
+        }
+    }
+    let path = request.uri().path();
+    if path != ENDPOINT && path != "/" {
+        return auth::refusal(
+            StatusCode::NOT_FOUND,
+            "not found: the MCP endpoint is /mcp\n".into(),
+        );
+    }
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match (request.method(), session) {
+        (&Method::DELETE, Some(session)) => {
+            let response = routing.mcp.handle(request).await;
+            if response.status().is_success() {
+                // The session is gone: its calls stop now, not when rmcp's
+                // drain gives up on them.
+                routing.calls.end(&session);
+            }
+            response
+        }
+        (&Method::POST, None) => new_session(routing, request).await,
+        (_, _) => {
+            let version = priming::version_of(request.headers(), None);
+            without_priming_unless(&version, routing.mcp.handle(request).await)
+        }
+    }
+}
+
+/// A POST outside any session: an `initialize` (anything else rmcp
+/// refuses). Capped by `max_sessions`; its body is read here to learn the
+/// protocol version it asks for.
+async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<Body> {
+    let live = routing.manager.sessions.read().await.len();
+    if live >= routing.max_sessions {
+        let admitted = routing
+            .refusals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .admit();
+        if let Some(suppressed) = admitted {
+            tracing::warn!(
+                live,
+                suppressed,
+                "refused a new MCP session: max_sessions reached"
+            );
+        }
+        let mut refused = auth::refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "too many sessions: this server holds at most {} (max_sessions); \
+                 end one with DELETE or wait for idle ones to expire\n",
+                routing.max_sessions
+            ),
+        );
+        // The body is left unread, so the connection cannot be reused.
+        refused.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+        return refused;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            return auth::refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body could not be read (at most {MAX_BODY} bytes): {e}\n"),
+            )
+        }
+    };
+    let asked = asked_version(&bytes);
+    let version = priming::version_of(&parts.headers, asked.as_deref());
+    let request = Request::from_parts(parts, Full::new(bytes));
+    without_priming_unless(&version, routing.mcp.handle(request).await)
+}
+
+/// `params.protocolVersion` of an `initialize` request body.
+fn asked_version(body: &Bytes) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    value
+        .get("params")?
+        .get("protocolVersion")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn without_priming_unless(version: &str, response: Response<Body>) -> Response<Body> {
+    if priming::expects_priming(version) {
+        return response;
+    }
+    response.map(priming::strip)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_interval_follows_the_idle_limit() {
+        assert_eq!(sweep_every(Duration::from_secs(600)), Duration::from_secs(5));
+        assert_eq!(sweep_every(Duration::from_secs(2)), Duration::from_millis(500));
+        assert_eq!(sweep_every(Duration::ZERO), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn the_initialize_version_is_read_from_the_body() {
+        let body = Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}"#,
+        );
+        assert_eq!(asked_version(&body).as_deref(), Some("2025-03-26"));
+        assert_eq!(asked_version(&Bytes::from_static(b"not json")), None);
+    }
+}

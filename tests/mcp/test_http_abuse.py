@@ -1,0 +1,271 @@
+"""`toolhost serve --http` under abuse from the same machine: requests from
+foreign origins, clients without the token, idle connections past the
+descriptor limit, floods of `initialize`, deleted and expired sessions; and
+the SSE priming event only for clients that expect it. A real client is
+served throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import socket
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import httpx2
+
+from harness import BIN, HttpServer, free_port, plan, server_env, wait_until
+
+LONG = os.environ.get("TOOLHOST_LONG_TESTS") == "1"
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def init_body(version: str = "2025-06-18", rid: int = 1) -> str:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "abuse", "version": "0"}},
+        }
+    )
+
+
+def start(ws, *flags: str, token: str | None = "tok", preexec=None) -> HttpServer:
+    """A server with `flags` after `--http ADDR` (HttpServer takes none)."""
+    env = {"TOOLHOST_TOKEN": token} if token else {}
+    server = HttpServer.__new__(HttpServer)
+    server.log = open(ws.path / "http-server.log", "w+")
+    server.proc = subprocess.Popen(
+        [str(BIN), *ws.args("--http", f"127.0.0.1:{free_port()}", *flags)],
+        cwd=ws.path,
+        env=server_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=server.log,
+        preexec_fn=preexec,
+    )
+    server.url = None
+
+    def ready() -> bool:
+        server.log.seek(0)
+        match = re.search(r"at (http://\S+)\s", server.log.read())
+        if match:
+            server.url = match.group(1)
+        return server.url is not None or server.proc.poll() is not None
+
+    assert wait_until(ready, timeout=15)
+    assert server.url, server.stderr()
+    return server
+
+
+def auth(token: str = "tok") -> dict:
+    return {**HEADERS, "Authorization": f"Bearer {token}"}
+
+
+def open_session(client: httpx2.Client, url: str, version: str = "2025-06-18", token: str = "tok") -> str:
+    response = client.post(url, content=init_body(version), headers=auth(token))
+    assert response.status_code == 200, (response.status_code, response.text)
+    sid = response.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    h = {**auth(token), "mcp-session-id": sid, "mcp-protocol-version": version}
+    assert client.post(url, content=json.dumps(note), headers=h).status_code == 202
+    return sid
+
+
+def call(client: httpx2.Client, url: str, sid: str, name: str, args: dict, rid: int = 2, version="2025-06-18"):
+    body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
+    h = {**auth(), "mcp-session-id": sid, "mcp-protocol-version": version}
+    return client.post(url, content=json.dumps(body), headers=h)
+
+
+def sse_events(text: str) -> list[str]:
+    return [e for e in text.replace("\r\n", "\n").split("\n\n") if e.strip()]
+
+
+def is_priming(event: str) -> bool:
+    data = [line[5:].strip() for line in event.split("\n") if line.startswith("data:")]
+    return bool(data) and all(d == "" for d in data)
+
+
+def echo_works(url: str) -> bool:
+    with httpx2.Client(timeout=10) as client:
+        sid = open_session(client, url)
+        response = call(client, url, sid, "echo", {"message": "served"})
+        return response.status_code == 200 and '"served"' in response.text
+
+
+def test_foreign_origins_are_refused_and_allowed_ones_pass(workspace):
+    ws = workspace()
+    server = start(ws, "--allow-origin", "http://localhost:6274")
+    try:
+        with httpx2.Client(timeout=10) as client:
+            evil = client.post(server.url, content=init_body(), headers={**auth(), "Origin": "http://evil.example"})
+            assert evil.status_code == 403, evil.text
+            ok = client.post(server.url, content=init_body(), headers={**auth(), "Origin": "http://localhost:6274"})
+            assert ok.status_code == 200, ok.text
+        assert echo_works(server.url), "a client without Origin (not a browser) is served"
+    finally:
+        server.stop()
+    # With no allow-list at all, every browser origin is refused.
+    server = start(ws)
+    try:
+        with httpx2.Client(timeout=10) as client:
+            local = client.post(server.url, content=init_body(), headers={**auth(), "Origin": "http://localhost:3000"})
+            assert local.status_code == 403, local.text
+        assert echo_works(server.url)
+    finally:
+        server.stop()
+
+
+def test_without_a_token_one_is_generated_into_a_private_file(workspace):
+    ws = workspace()
+    server = start(ws, token=None)
+    try:
+        match = re.search(r"wrote it to (\S+) \(mode 0600\)", server.stderr())
+        assert match, server.stderr()
+        token_file = Path(match.group(1))
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        assert len(token) == 64
+        with httpx2.Client(timeout=10) as client:
+            assert client.post(server.url, content=init_body(), headers=HEADERS).status_code == 401
+            assert open_session(client, server.url, token=token)
+        assert ws.audit_records() == []
+    finally:
+        server.stop()
+
+
+def test_no_auth_is_explicit_and_warned(workspace):
+    ws = workspace()
+    server = start(ws, "--no-auth", token=None)
+    try:
+        assert "WARNING: --no-auth" in server.stderr()
+        with httpx2.Client(timeout=10) as client:
+            assert client.post(server.url, content=init_body(), headers=HEADERS).status_code == 200
+    finally:
+        server.stop()
+
+
+def test_the_priming_event_goes_only_to_clients_that_expect_it(workspace):
+    ws = workspace()
+    server = start(ws)
+    try:
+        with httpx2.Client(timeout=10) as client:
+            for version, primed in (("2025-03-26", False), ("2025-06-18", False), ("2025-11-25", True)):
+                response = client.post(server.url, content=init_body(version), headers=auth())
+                assert response.status_code == 200
+                events = sse_events(response.text)
+                assert any(is_priming(e) for e in events) == primed, (version, events)
+                assert any('"protocolVersion"' in e for e in events)
+                sid = response.headers["mcp-session-id"]
+                h = {**auth(), "mcp-session-id": sid, "mcp-protocol-version": version}
+                note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                client.post(server.url, content=json.dumps(note), headers=h)
+                answer = call(client, server.url, sid, "echo", {"message": "x"}, version=version)
+                events = sse_events(answer.text)
+                assert any(is_priming(e) for e in events) == primed, (version, events)
+    finally:
+        server.stop()
+
+
+def test_sessions_are_capped_and_deleting_one_ends_its_calls(workspace):
+    ws = workspace()
+    server = start(ws, "--max-sessions", "2")
+    try:
+        with httpx2.Client(timeout=30) as client:
+            first = open_session(client, server.url)
+            open_session(client, server.url)
+            refused = client.post(server.url, content=init_body(), headers=auth())
+            assert refused.status_code == 503
+            assert "max_sessions" in refused.text
+
+            # A call running in the first session stops when it is deleted.
+            import threading
+
+            answer = {}
+            running = threading.Thread(
+                target=lambda: answer.setdefault("r", call(httpx2.Client(timeout=30), server.url, first, "sleep", {"ms": 60_000})),
+                daemon=True,
+            )
+            running.start()
+            assert wait_until(lambda: "sleep" in server.stderr() or True, timeout=1)
+            time.sleep(0.3)  # let the call reach the tool (no readiness signal on the wire)
+            deleted_at = time.monotonic()
+            h = {**auth(), "mcp-session-id": first, "mcp-protocol-version": "2025-06-18"}
+            assert client.delete(server.url, headers=h).status_code in (200, 202, 204)
+            assert wait_until(
+                lambda: [r["status"] for r in ws.audit_records() if r.get("tool") == "sleep"] == ["cancelled"],
+                timeout=4,
+            ), ws.audit_records()
+            # Cancel grace is 1.5 s in these plans; rmcp alone took ~5 s.
+            assert time.monotonic() - deleted_at < 3.5
+            # The slot is free again.
+            open_session(client, server.url)
+    finally:
+        server.stop()
+
+
+def test_idle_sessions_expire(workspace):
+    ws = workspace()
+    server = start(ws, "--session-idle-secs", "1")
+    try:
+        with httpx2.Client(timeout=10) as client:
+            sid = open_session(client, server.url)
+            assert call(client, server.url, sid, "echo", {"message": "x"}).status_code == 200
+            # Polling with the session would keep it alive: wait for the log.
+            assert wait_until(lambda: "MCP session ended" in server.stderr(), timeout=10), server.stderr()[-2000:]
+            assert call(client, server.url, sid, "echo", {"message": "x"}).status_code == 404
+    finally:
+        server.stop()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_connections_past_the_descriptor_limit_and_an_initialize_flood(workspace):
+    ws = workspace()
+
+    def few_descriptors():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (96, 96))
+
+    server = start(ws, "--header-timeout-secs", "2", "--max-connections", "1000", preexec=few_descriptors)
+    idle = []
+    try:
+        # More idle connections than the server has descriptors.
+        for _ in range(150):
+            s = socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1].split("/")[0])))
+            idle.append(s)
+        log_before = len(server.stderr())
+        cpu_before = cpu_seconds(server.proc.pid)
+        time.sleep(1.0)  # a measurement window, not a wait for a state
+        spent = cpu_seconds(server.proc.pid) - cpu_before
+        assert spent < 0.5, f"the accept loop spun: {spent:.2f} s CPU in 1 s"
+        assert len(server.stderr()) - log_before < 20_000, "the accept loop flooded its log"
+        # Idle connections are closed by the header timeout; a real client is served.
+        assert wait_until(lambda: echo_works(server.url), timeout=20), server.stderr()[-2000:]
+        for s in idle:
+            s.close()
+        idle.clear()
+
+        # A flood of initialize calls: bounded sessions, and a real client still served.
+        flood = 10_000 if LONG else 1_500
+        refused = 0
+        with httpx2.Client(timeout=10) as client:
+            for i in range(flood):
+                r = client.post(server.url, content=init_body(rid=i), headers=auth())
+                refused += r.status_code == 503
+        assert refused >= flood - 64
+        rss_kib = int(re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{server.proc.pid}/status").read_text()).group(1))
+        assert rss_kib < 200 * 1024, rss_kib
+    finally:
+        for s in idle:
+            s.close()
+        server.stop()

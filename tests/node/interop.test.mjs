@@ -1,0 +1,219 @@
+// Interop of `toolhost serve` with MCP clients nobody here wrote: the
+// official TypeScript SDK (current 1.32, and 1.17 / 1.12, which speak
+// 2025-06-18 / 2025-03-26) over stdio and streamable HTTP, and the MCP
+// Inspector CLI. Run with `node --test tests/node/` (cargo xtask test does).
+//
+// The binary comes from $TOOLHOST_BIN and the modules from
+// $TOOLHOST_MODULE_PATH (both default to target/debug of this checkout). A
+// missing binary, module or npm package fails the tests; nothing skips.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync, existsSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve, dirname, isAbsolute } from "node:path";
+import { fileURLToPath } from "node:url";
+import { randomBytes } from "node:crypto";
+
+import * as current from "@modelcontextprotocol/sdk/client/index.js";
+import * as currentStdio from "@modelcontextprotocol/sdk/client/stdio.js";
+import * as currentHttp from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import * as v17 from "sdk-1-17/client/index.js";
+import * as v17Stdio from "sdk-1-17/client/stdio.js";
+import * as v17Http from "sdk-1-17/client/streamableHttp.js";
+import * as v12 from "sdk-1-12/client/index.js";
+import * as v12Stdio from "sdk-1-12/client/stdio.js";
+import * as v12Http from "sdk-1-12/client/streamableHttp.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const target = (env, fallback) => {
+  const value = process.env[env] || fallback;
+  return isAbsolute(value) ? value : join(ROOT, value);
+};
+const BIN = target("TOOLHOST_BIN", "target/debug/toolhost");
+const MODULES = target("TOOLHOST_MODULE_PATH", "target/debug");
+const INSPECTOR = join(ROOT, "tests/node/node_modules/.bin/mcp-inspector");
+
+const SDKS = [
+  { name: "sdk 1.32", Client: current.Client, Stdio: currentStdio.StdioClientTransport, Http: currentHttp.StreamableHTTPClientTransport },
+  { name: "sdk 1.17", Client: v17.Client, Stdio: v17Stdio.StdioClientTransport, Http: v17Http.StreamableHTTPClientTransport },
+  { name: "sdk 1.12", Client: v12.Client, Stdio: v12Stdio.StdioClientTransport, Http: v12Http.StreamableHTTPClientTransport },
+];
+
+function workspace() {
+  assert.ok(existsSync(BIN), `${BIN} is missing: build it first (cargo build -p toolhost -p toolhost-fixture)`);
+  assert.ok(existsSync(join(MODULES, "libtoolhost_fixture.so")), `the fixture module is missing from ${MODULES}`);
+  const dir = mkdtempSync(join(tmpdir(), "toolhost-node-"));
+  const plan = join(dir, "plan.toml");
+  writeFileSync(
+    plan,
+    '[host]\ndefault_timeout_secs = 60\ncancel_grace_ms = 1500\naudit_log = "audit.jsonl"\n\n[[tools]]\nmodule = "fixture"\n',
+  );
+  return { dir, plan };
+}
+
+function env(extra = {}) {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, TOOLHOST_MODULE_PATH: MODULES, RUST_LOG: "warn", ...extra };
+}
+
+/** `toolhost serve --http 127.0.0.1:0` with a token; resolves to { url, token, stop }. */
+function httpServer(ws) {
+  const token = randomBytes(16).toString("hex");
+  const child = spawn(BIN, ["--plan", ws.plan, "serve", "--http", "127.0.0.1:0"], {
+    cwd: ws.dir,
+    env: env({ TOOLHOST_TOKEN: token }),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolvePromise, reject) => {
+    let log = "";
+    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${log}`)), 20_000);
+    child.stderr.on("data", (chunk) => {
+      log += chunk;
+      // Only a whole line: a chunk may end in the middle of the address.
+      const match = log.match(/at (http:\/\/\S+)[ \n]/);
+      if (match) {
+        clearTimeout(timer);
+        resolvePromise({
+          url: match[1],
+          token,
+          stop: () =>
+            new Promise((done) => {
+              child.once("exit", done);
+              child.kill("SIGTERM");
+            }),
+        });
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited (${code}):\n${log}`));
+    });
+  });
+}
+
+async function exercise(client) {
+  const { tools } = await client.listTools();
+  const echo = tools.find((t) => t.name === "echo");
+  assert.ok(echo, "echo is listed");
+  assert.equal(echo.annotations.readOnlyHint, true);
+  const ok = await client.callTool({ name: "echo", arguments: { message: "from node" } });
+  assert.equal(ok.isError, false);
+  assert.equal(ok.structuredContent.message, "from node");
+  const invalid = await client.callTool({ name: "echo", arguments: {} });
+  assert.equal(invalid.isError, true);
+  assert.equal(invalid._meta.toolhost.status, "validation_error");
+  assert.deepEqual(await client.ping(), {});
+}
+
+for (const sdk of SDKS) {
+  test(`${sdk.name} over stdio`, async () => {
+    const ws = workspace();
+    const transport = new sdk.Stdio({ command: BIN, args: ["--plan", ws.plan, "serve"], cwd: ws.dir, env: env(), stderr: "ignore" });
+    const client = new sdk.Client({ name: `toolhost-interop ${sdk.name}`, version: "0" });
+    await client.connect(transport);
+    try {
+      assert.equal(client.getServerVersion().name, "toolhost");
+      await exercise(client);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test(`${sdk.name} over streamable HTTP`, async () => {
+    const ws = workspace();
+    const server = await httpServer(ws);
+    const transport = new sdk.Http(new URL(server.url), {
+      requestInit: { headers: { Authorization: `Bearer ${server.token}` } },
+    });
+    const client = new sdk.Client({ name: `toolhost-interop ${sdk.name}`, version: "0" });
+    try {
+      await client.connect(transport);
+      assert.equal(client.getServerVersion().name, "toolhost");
+      await exercise(client);
+      await transport.terminateSession?.();
+      await client.close();
+    } finally {
+      await server.stop();
+    }
+  });
+}
+
+test("the HTTP server refuses a client without the token", async () => {
+  const ws = workspace();
+  const server = await httpServer(ws);
+  try {
+    const client = new current.Client({ name: "no-token", version: "0" });
+    await assert.rejects(client.connect(new currentHttp.StreamableHTTPClientTransport(new URL(server.url))));
+    assert.ok(!existsSync(join(ws.dir, "audit.jsonl")) || readFileSync(join(ws.dir, "audit.jsonl"), "utf8") === "");
+  } finally {
+    await server.stop();
+  }
+});
+
+function inspector(args, cwd) {
+  assert.ok(existsSync(INSPECTOR), `${INSPECTOR} is missing: npm ci --prefix tests/node`);
+  return new Promise((resolvePromise, reject) => {
+    execFile(INSPECTOR, ["--cli", ...args], { cwd, env: { ...process.env, ...env() }, timeout: 60_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`inspector failed: ${error.message}\n${stderr}`));
+      else resolvePromise(stdout);
+    });
+  });
+}
+
+test("MCP Inspector CLI over stdio", async () => {
+  const ws = workspace();
+  const target = [BIN, "--plan", ws.plan, "serve"];
+  const extraEnv = ["-e", `TOOLHOST_MODULE_PATH=${MODULES}`];
+  const listed = JSON.parse(await inspector([...extraEnv, ...target, "--method", "tools/list"], ws.dir));
+  assert.ok(listed.tools.some((t) => t.name === "echo"));
+  const called = JSON.parse(
+    await inspector([...extraEnv, ...target, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=inspected"], ws.dir),
+  );
+  assert.equal(called.structuredContent.message, "inspected");
+});
+
+test("MCP Inspector CLI over streamable HTTP", async () => {
+  const ws = workspace();
+  const server = await httpServer(ws);
+  try {
+    const auth = ["--header", `Authorization: Bearer ${server.token}`];
+    const listed = JSON.parse(await inspector([server.url, "--transport", "http", ...auth, "--method", "tools/list"], ws.dir));
+    assert.ok(listed.tools.some((t) => t.name === "echo"));
+    const called = JSON.parse(
+      await inspector(
+        [server.url, "--transport", "http", ...auth, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=inspected"],
+        ws.dir,
+      ),
+    );
+    assert.equal(called.structuredContent.message, "inspected");
+  } finally {
+    await server.stop();
+  }
+});
+
+test("bash heartbeats keep a client's request timeout alive (sdk 1.32, resetTimeoutOnProgress)", async () => {
+  const ws = workspace();
+  assert.ok(existsSync(join(MODULES, "libtoolhost_bash.so")), `the bash module is missing from ${MODULES}`);
+  writeFileSync(ws.plan, '[host]\ndefault_timeout_secs = 60\n\n[[tools]]\nmodule = "bash"\n');
+  const transport = new currentStdio.StdioClientTransport({ command: BIN, args: ["--plan", ws.plan, "serve"], cwd: ws.dir, env: env(), stderr: "ignore" });
+  const client = new current.Client({ name: "heartbeat", version: "0" });
+  await client.connect(transport);
+  try {
+    const seen = [];
+    // A 3.5 s request timeout against a 6 s command: only progress
+    // notifications (which reset the timeout) let it finish.
+    const result = await client.callTool({ name: "bash", arguments: { command: "sleep 6; echo finished" } }, undefined, {
+      timeout: 3500,
+      resetTimeoutOnProgress: true,
+      onprogress: (p) => seen.push(p),
+    });
+    assert.equal(result.isError, false, JSON.stringify(result));
+    assert.match(JSON.stringify(result.content), /finished/);
+    assert.ok(seen.length >= 2, `heartbeats: ${JSON.stringify(seen)}`);
+    assert.match(seen[0].message, /running for \d+ s; \d+ bytes of output/);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].progress > seen[i - 1].progress, "progress increases");
+  } finally {
+    await client.close();
+  }
+});
