@@ -416,3 +416,22 @@ fn sandbox_required_fails_the_mount_when_a_layer_is_missing() {
         "unclear error: {text}"
     );
 }
+
+#[test]
+fn bad_sandbox_keys_fail_the_mount_with_a_message() {
+    for (config, want) in [
+        ("sandbox = \"container\"", "workspace-write"),
+        ("writable_paths = [\"/no/such/folder/th\"]", "writable_paths"),
+        ("network = \"yes\"", "network"),
+    ] {
+        let w = World::new(config);
+        let out = w.env.run(&["check"]);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "[{config}] mounted: {text}");
+        assert!(text.contains(want), "[{config}] unclear: {text}");
+    }
+}

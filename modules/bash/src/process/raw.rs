@@ -1,18 +1,15 @@
 //! Raw Linux system calls and a `clone` trampoline.
 //!
-//! The reaper runs in a child that shares the host's memory (`CLONE_VM`), so
-//! starting it copies no page tables and costs the host no copy-on-write
-//! faults afterwards: that is what makes `true` through the tool nearly as
-//! cheap as a raw spawn. The price is that the reaper may not use libc's
-//! wrappers: they write `errno`, and cancellation state, into the thread-local
-//! block of the host thread that created it, which keeps running. Everything
-//! the reaper and the shell's child do before `execve` therefore goes through
-//! [`sys`], which returns `-errno` instead of touching any shared state.
+//! The reaper is a fork of a multi-threaded host, and the shell's child runs
+//! on the reaper's memory until `execve` (`CLONE_VM | CLONE_VFORK`). Both may
+//! only make async-signal-safe calls: [`sys`] makes the system call directly
+//! and returns `-errno`, touching no libc state (no `errno`, no locks), and
+//! [`clone_on`] starts a child on a stack of our choosing, so neither child
+//! ever returns into a Rust frame it shares with someone else.
 //!
 //! x86_64 and aarch64 get the inline-assembly versions. Elsewhere
-//! [`clone_on`] falls back to a plain `fork` (the child then has its own copy
-//! of memory, so libc's wrappers are safe again), trading speed for
-//! portability.
+//! [`clone_on`] falls back to a plain `fork` (and namespaces are not
+//! requested), and [`syscall6`] to libc's `syscall`.
 
 use std::ffi::c_void;
 

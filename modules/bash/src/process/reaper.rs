@@ -663,7 +663,9 @@ unsafe fn supervise_inner(shell: libc::pid_t, sfd: c_int, pid_ns: bool) -> ! {
 unsafe fn signal_all(pid_ns: bool, me: libc::pid_t, shell: libc::pid_t, sig: c_int) -> usize {
     // SAFETY: the caller upholds this function's contract; see `# Safety`.
     unsafe {
-        if pid_ns {
+        // `kill(-1)` is only confined to the tree when we really are init
+        // of our own namespace.
+        if pid_ns && me == 1 {
             return usize::from(sys!(libc::SYS_kill, -1i32, sig) == 0);
         }
         signal_tree(me, shell, sig)

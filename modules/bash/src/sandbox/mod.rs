@@ -175,6 +175,18 @@ impl Sandbox {
             cgroup: false,
         };
         let mut why: Vec<(&'static str, String)> = Vec::new();
+        if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            // clone_on is a plain fork there: no namespaces.
+            want.user_ns = false;
+            want.pid_ns = false;
+            want.mount_ns = false;
+            want.proc = false;
+            want.net_ns = false;
+            why.push((
+                "pid_ns",
+                "namespaces are only started on x86_64 and aarch64".into(),
+            ));
+        }
         if !root {
             // SAFETY: getuid/getgid cannot fail.
             let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };

@@ -313,7 +313,7 @@ pub(super) fn report(
     out.push(item(
         "syscall filter (seccomp)",
         l.seccomp,
-        "ptrace, process_vm_*, mount and the new mount API, unshare, setns, bpf, keyctl, perf_event_open, \
+        "ptrace, process_vm_*, pidfd_getfd, mount and the new mount API, unshare, setns, bpf, keyctl, perf_event_open, \
          userfaultfd, modules, kexec, swap, reboot are refused (EPERM)"
             .into(),
         why,

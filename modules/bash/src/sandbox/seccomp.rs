@@ -10,12 +10,13 @@ use seccompiler::{
 };
 
 /// Calls no shell command needs and that would let it reach past its
-/// walls: debugging other processes, changing mounts or namespaces, kernel
+/// walls: debugging other processes or taking their fds, changing mounts or namespaces, kernel
 /// keyrings, BPF, perf, modules, kexec, swap, reboot.
 const REFUSED: &[libc::c_long] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
     libc::SYS_process_vm_writev,
+    libc::SYS_pidfd_getfd,
     libc::SYS_mount,
     libc::SYS_umount2,
     libc::SYS_pivot_root,
