@@ -1,7 +1,7 @@
 //! The shell sandbox: an OS boundary around every command, in layers.
 //!
 //! At mount, [`Sandbox::new`] works out which layers the plan asks for,
-//! then *probes* them by running `:` through the real spawn path with all
+//! then *probes* them by running `true` through the real spawn path with all
 //! of them; a layer whose step fails is dropped (and reported unavailable,
 //! which fails the mount under `sandbox_required`). Per call,
 //! [`Sandbox::prepare`] builds what must exist before the fork (the Landlock
