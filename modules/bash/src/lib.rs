@@ -66,6 +66,7 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
     }
     let log = coordinator.clone();
     let spill_dir = module.spill_dir().to_path_buf();
+    let tmp_root = module.sandbox.tmp_root().to_path_buf();
     Ok(Cleanup::new(move || {
         let jobs = module.jobs.describe();
         if !jobs.is_empty() {
@@ -78,6 +79,8 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
         // Spill files live as long as the mount that returned their paths.
         module.remove_spills();
         let _ = std::fs::remove_dir(&spill_dir);
+        // Empty once every call and job has ended (each removes its own).
+        let _ = std::fs::remove_dir(&tmp_root);
     }))
 }
 

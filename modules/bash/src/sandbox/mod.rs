@@ -249,6 +249,11 @@ impl Sandbox {
         self.layers
     }
 
+    /// Where the calls' private temp folders are made.
+    pub fn tmp_root(&self) -> &Path {
+        &self.tmp_root
+    }
+
     /// The per-layer report for `toolhost check` and the log.
     pub fn report(&self) -> &[ReportItem] {
         &self.report
