@@ -128,6 +128,9 @@ fn writes_land_only_in_the_allowed_folders_for_bash_and_python() {
         !tmp.is_empty() && !Path::new(tmp).exists(),
         "{tmp} outlived its call"
     );
+    // And their root with the mount.
+    let root = Path::new(tmp).parent().expect("temp root");
+    assert!(!root.exists(), "{} outlived the mount", root.display());
 }
 
 #[test]
