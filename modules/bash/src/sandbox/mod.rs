@@ -75,12 +75,6 @@ pub struct Sandbox {
     report: Vec<ReportItem>,
 }
 
-// SAFETY: `sock_filter` is plain data; the type is only not `Send` because
-// libc does not say so.
-unsafe impl Send for Sandbox {}
-// SAFETY: as above; nothing is mutated after construction.
-unsafe impl Sync for Sandbox {}
-
 /// What the mount asks for, from the config.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
