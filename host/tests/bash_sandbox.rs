@@ -401,14 +401,22 @@ fn sandbox_required_fails_the_mount_when_a_layer_is_missing() {
     for p in [w.env.path(), w.env.plan.as_path()] {
         std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
     }
+    // The binary and the module copied where the unprivileged user can
+    // reach them, wherever the checkout lives.
+    let bin = w.env.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let toolhost = bin.join("toolhost");
+    std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &toolhost).expect("copy toolhost");
+    std::fs::copy(module_file("toolhost_bash"), bin.join("libtoolhost_bash.so")).expect("copy module");
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let out = std::process::Command::new("setpriv")
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .arg(&toolhost)
         .arg("--plan")
         .arg(&w.env.plan)
         .arg("check")
         .current_dir(w.env.path())
-        .env("TOOLHOST_MODULE_PATH", target_dir())
+        .env("TOOLHOST_MODULE_PATH", &bin)
         .env("HOME", w.env.path())
         .output()
         .expect("setpriv runs");
