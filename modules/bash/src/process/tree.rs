@@ -151,6 +151,12 @@ impl Tree {
     }
 
     fn send(&self, byte: u8) {
+        if !self.gone {
+            // A reaper stopped by its own command (possible only without the
+            // sandbox's PID namespace) must wake to carry out the order.
+            // SAFETY: kill(2) on our own child, not yet reaped.
+            unsafe { libc::kill(self.reaper, libc::SIGCONT) };
+        }
         if let Some(control) = &self.control {
             // SAFETY: a one-byte send on a socket we own; MSG_NOSIGNAL keeps a
             // reaper that already exited from raising SIGPIPE here.
