@@ -20,26 +20,36 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         anyhow::bail!("libtoolhost_bash.so is not built in {}", b.target_dir.display());
     }
     let dir = tempfile::tempdir()?;
-    let file = dir.path().join("bash.toml");
-    let text = format!(
-        "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"bash\"\n[tools.config]\nspill_output = false\n",
-        b.target_dir.display().to_string()
-    );
-    std::fs::write(&file, &text)?;
-    let host = Arc::new(Host::open(Plan::load(&file)?)?);
+    // Two mounts of the module: the sandbox off (the ≤ 1.3× raw target)
+    // and on with the default plan's layers (its added cost is reported).
+    let plan_with = |name: &str, sandbox: &str| -> anyhow::Result<Plan> {
+        let file = dir.path().join(name);
+        let text = format!(
+            "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"bash\"\n[tools.config]\nspill_output = false\n\
+             sandbox = \"{sandbox}\"\n",
+            b.target_dir.display().to_string()
+        );
+        std::fs::write(&file, &text)?;
+        Ok(Plan::load(&file)?)
+    };
+    let host = Arc::new(Host::open(plan_with("bash.toml", "off")?)?);
     let pipeline = Pipeline::new(host.clone(), CancelToken::new());
+    let boxed_host = Arc::new(Host::open(plan_with("bash-sandbox.toml", "workspace-write")?)?);
+    let boxed = Pipeline::new(boxed_host.clone(), CancelToken::new());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let call = |command: &str| {
+    let call_on = |pipeline: &Pipeline, command: &str| {
         runtime.block_on(pipeline.call(Call {
             name: "bash".into(),
             input: json!({ "command": command }),
             ..Call::default()
         }))
     };
+    let call = |command: &str| call_on(&pipeline, command);
 
     // Interleave the two so drift on the machine hits both alike.
     let n = b.n(300);
     let (mut tool, mut raw) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut sandboxed = Vec::with_capacity(n);
     for i in 0..n + 10 {
         let t = std::time::Instant::now();
         let status = Command::new("/bin/bash")
@@ -54,19 +64,41 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         let result = call("true");
         let tool_t = t.elapsed();
         anyhow::ensure!(result.success, "bash tool failed: {:?}", result.error);
+        let t = std::time::Instant::now();
+        let result = call_on(&boxed, "true");
+        let boxed_t = t.elapsed();
+        anyhow::ensure!(result.success, "sandboxed bash tool failed: {:?}", result.error);
         if i >= 10 {
             raw.push(raw_t);
             tool.push(tool_t);
+            sandboxed.push(boxed_t);
         }
     }
     let raw = Stats::of(raw);
     b.row("bash", "raw spawn: /bin/bash -c true (piped output)", raw, None);
+    let tool = Stats::of(tool);
     b.ratio_row(
         "bash",
-        "bash tool: `true` through the pipeline",
-        Stats::of(tool),
+        "bash tool: `true` through the pipeline (sandbox off)",
+        tool,
         raw,
         1.3,
+    );
+    let sandboxed = Stats::of(sandboxed);
+    let added = sandboxed.median.saturating_sub(tool.median);
+    println!(
+        "bash: the sandbox (workspace-write, network off) adds {:.2} ms to the median `true`",
+        added.as_secs_f64() * 1000.0
+    );
+    // Target: the sandbox adds at most 3 ms to the sandbox-off median.
+    b.row(
+        "bash",
+        format!(
+            "bash tool: `true`, sandbox workspace-write (+{:.2} ms over off)",
+            added.as_secs_f64() * 1000.0
+        ),
+        sandboxed,
+        Some(tool.median + Duration::from_millis(3)),
     );
 
     // RSS growth while `yes` floods for 10 s (quick: 3 s).
@@ -96,6 +128,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         Some(Duration::from_secs(secs + 3)),
     );
     host.shutdown();
+    boxed_host.shutdown();
     Ok(())
 }
 

@@ -19,7 +19,13 @@ pub struct EventBus {
     names: RwLock<BTreeSet<String>>,
     observers: RwLock<Vec<Observer>>,
     observed: std::sync::atomic::AtomicBool,
+    reports: std::sync::Mutex<Vec<(String, Value)>>,
 }
+
+/// The event a module emits at mount to report on its own state (e.g. which
+/// sandbox layers hold): `{"title": str, "items": [{"name", "state", "detail"}]}`.
+/// The host keeps these for `toolhost check`.
+pub const MODULE_REPORT: &str = "module:report";
 
 impl EventBus {
     /// A bus that knows the host's own events.
@@ -58,6 +64,18 @@ impl EventBus {
     pub fn is_observed(&self) -> bool {
         self.observed.load(std::sync::atomic::Ordering::Acquire)
             || tracing::enabled!(target: "toolhost::events", tracing::Level::DEBUG)
+    }
+
+    /// Keeps a module's [`MODULE_REPORT`].
+    pub fn record_report(&self, module: &str, payload: &Value) {
+        if let Ok(mut reports) = self.reports.lock() {
+            reports.push((module.to_string(), payload.clone()));
+        }
+    }
+
+    /// Every module report so far, as `(module, payload)`.
+    pub fn reports(&self) -> Vec<(String, Value)> {
+        self.reports.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     /// Delivers an event to every observer; an observer that panics is

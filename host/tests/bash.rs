@@ -202,12 +202,13 @@ fn host_deadline_kills_the_tree_and_reports_timeout() {
 
 #[test]
 fn output_flood_keeps_head_and_tail() {
-    let e = env("max_output_bytes = 2000");
-    let c = e.call(
+    let p = InProc::new("max_output_bytes = 2000");
+    let r = p.call(
         "bash",
         json!({"command": "echo FIRST-LINE; yes flood | head -c 3000000; echo; echo LAST-LINE"}),
     );
-    let out = c.assert_success();
+    assert_eq!(r["status"], "success", "{r}");
+    let out = &r["output"];
     let stdout = out["stdout"].as_str().unwrap_or("");
     assert!(stdout.starts_with("FIRST-LINE\n"), "head kept");
     assert!(stdout.ends_with("LAST-LINE\n"), "tail kept");
@@ -215,11 +216,18 @@ fn output_flood_keeps_head_and_tail() {
     assert_eq!(out["truncated"], true);
     assert!(out["stdout_bytes"].as_u64().unwrap_or(0) > 3_000_000);
     assert!(stdout.contains("bytes cut"), "the cut is marked");
-    // The whole stream went to the spill file.
-    let file = out["stdout_file"].as_str().expect("spill file path");
-    let spilled = std::fs::read(file).expect("spill file exists");
+    // The whole stream went to the spill file, which lives as long as the
+    // mount that named it.
+    let file = PathBuf::from(out["stdout_file"].as_str().expect("spill file path"));
+    let spilled = std::fs::read(&file).expect("spill file exists");
     assert_eq!(spilled.len() as u64, out["stdout_bytes"].as_u64().unwrap_or(0));
     assert!(spilled.ends_with(b"LAST-LINE\n"));
+    p.host.shutdown();
+    assert!(
+        !file.exists(),
+        "the spill file outlived its mount: {}",
+        file.display()
+    );
 }
 
 #[test]

@@ -45,6 +45,19 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
             (None, None) => {}
         }
     }
+    // What modules reported on themselves at mount (e.g. sandbox layers).
+    for (module, report) in host.events.reports() {
+        let title = report["title"].as_str().unwrap_or("report");
+        print_stdout(&format!("      {module}: {title}"));
+        for item in report["items"].as_array().into_iter().flatten() {
+            print_stdout(&format!(
+                "        {:<12} {}: {}",
+                item["state"].as_str().unwrap_or("?"),
+                item["name"].as_str().unwrap_or("?"),
+                item["detail"].as_str().unwrap_or("")
+            ));
+        }
+    }
     for tool in host.tools() {
         if let Err(e) = tool.validator() {
             failed += 1;

@@ -62,6 +62,9 @@ impl FfiCoordinator for HostCoordinator {
     fn emit(&self, event: RStr<'_>, payload_json: RStr<'_>) {
         let payload = serde_json::from_str(payload_json.as_str())
             .unwrap_or_else(|_| serde_json::Value::String(payload_json.as_str().to_string()));
+        if event.as_str() == crate::events::MODULE_REPORT {
+            self.events.record_report(&self.module, &payload);
+        }
         self.events.emit(event.as_str(), &payload);
     }
 

@@ -44,6 +44,19 @@ pub struct Config {
     pub allow_builtins: bool,
     /// Whether `bash` calls run alone in a batch.
     pub serial: bool,
+    /// The OS sandbox around every command: `workspace-write` (default),
+    /// `read-only` or `off`.
+    pub sandbox: crate::sandbox::Mode,
+    /// Whether commands may use the network (default false).
+    pub network: bool,
+    /// Folders writable besides the working folder and the private temp
+    /// folder (`~/` and relative paths allowed; they must exist).
+    pub writable_paths: Vec<PathBuf>,
+    /// Paths commands see empty (default `~/.ssh`, `~/.aws`, `~/.gnupg`).
+    pub hidden_paths: Vec<String>,
+    /// Fail the mount when a sandbox layer is unavailable on this kernel
+    /// (otherwise: a warning).
+    pub sandbox_required: bool,
 }
 
 impl Default for Config {
@@ -65,6 +78,11 @@ impl Default for Config {
             denied_commands: Vec::new(),
             allow_builtins: true,
             serial: true,
+            sandbox: crate::sandbox::Mode::WorkspaceWrite,
+            network: false,
+            writable_paths: Vec::new(),
+            hidden_paths: crate::sandbox::config::default_hidden_paths(),
+            sandbox_required: false,
         }
     }
 }

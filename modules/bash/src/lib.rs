@@ -6,12 +6,14 @@
 //!
 //! How it fits together: [`tools`] parse input and shape results;
 //! [`policy`] checks commands on a real parse; [`process`] starts each
-//! command under a child subreaper (cloned, sharing the host's memory) so
-//! no process can leave its tree;
+//! command under a reaper (a fork of the host that makes only raw system
+//! calls) so no process can leave its tree; [`sandbox`] adds the OS walls
+//! (namespaces, Landlock, seccomp, a pids cgroup) and reports which hold;
 //! [`runner`] streams output into bounded [`output`] buffers and ends the
 //! tree with SIGTERM then SIGKILL; [`jobs`] keeps background jobs.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 pub mod config;
 pub mod env;
 pub mod jobs;
@@ -19,6 +21,7 @@ pub mod output;
 pub mod policy;
 pub mod process;
 pub mod runner;
+pub mod sandbox;
 pub mod slots;
 pub mod state;
 pub mod tools;
@@ -42,7 +45,10 @@ toolhost_core::export_module! {
 /// Registers the tools; the cleanup ends every background job.
 pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, MountError> {
     config.validate()?;
-    let module = Arc::new(Module::new(config, coordinator.state_dir()));
+    let module =
+        Module::new(config, coordinator.state_dir(), coordinator.working_dir()).map_err(MountError::new)?;
+    report_sandbox(coordinator, &module)?;
+    let module = Arc::new(module);
     coordinator.register(Bash {
         module: module.clone(),
     })?;
@@ -59,6 +65,8 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
         );
     }
     let log = coordinator.clone();
+    let spill_dir = module.spill_dir().to_path_buf();
+    let tmp_root = module.sandbox.tmp_root().to_path_buf();
     Ok(Cleanup::new(move || {
         let jobs = module.jobs.describe();
         if !jobs.is_empty() {
@@ -68,5 +76,60 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
             );
         }
         module.jobs.shutdown();
+        // Spill files live as long as the mount that returned their paths.
+        module.remove_spills();
+        let _ = std::fs::remove_dir(&spill_dir);
+        // Empty once every call and job has ended (each removes its own).
+        let _ = std::fs::remove_dir(&tmp_root);
     }))
+}
+
+/// The event a module emits at mount with a per-layer (or per-feature)
+/// report; `toolhost check` prints it. Payload: `{"title": …, "items":
+/// [{"name", "state": "active"|"unavailable"|"off", "detail"}]}`.
+pub const REPORT_EVENT: &str = "module:report";
+
+/// Tells the host which sandbox layers hold; with `sandbox_required`, an
+/// unavailable layer fails the mount.
+fn report_sandbox(coordinator: &Coordinator, module: &Module) -> Result<(), MountError> {
+    let report = module.sandbox.report();
+    coordinator.emit(
+        REPORT_EVENT,
+        &serde_json::json!({ "title": "shell sandbox", "items": report }),
+    );
+    let missing = module.sandbox.unavailable();
+    if missing.is_empty() {
+        let active: Vec<&str> = report
+            .iter()
+            .filter(|r| r.state == "active")
+            .map(|r| r.name.as_str())
+            .collect();
+        if module.sandbox.is_on() {
+            coordinator.log(
+                Level::Info,
+                format!("bash: sandbox layers active: {}", active.join(", ")),
+            );
+        }
+        return Ok(());
+    }
+    let list: Vec<String> = missing
+        .iter()
+        .map(|r| format!("{}: {}", r.name, r.detail))
+        .collect();
+    if module.config.sandbox_required {
+        return Err(MountError::new(format!(
+            "bash: sandbox_required = true but these sandbox layers are unavailable on this system: {}. Run on a \
+             kernel with them (and as root or with unprivileged user namespaces), or set sandbox_required = false \
+             to run with the layers that hold",
+            list.join("; ")
+        )));
+    }
+    coordinator.log(
+        Level::Warn,
+        format!(
+            "bash: sandbox layers unavailable here (commands run without them): {}",
+            list.join("; ")
+        ),
+    );
+    Ok(())
 }

@@ -76,6 +76,7 @@ pub fn drive(
         mut tree,
         stdout,
         stderr,
+        cleanup,
     } = spawned;
     let mut out = Some(stdout);
     let mut err = Some(stderr);
@@ -168,14 +169,18 @@ pub fn drive(
             break;
         }
     }
-    Outcome {
+    let outcome = Outcome {
         exit: tree.exit(),
         stopped,
         duration: started.elapsed(),
         ended_leftovers: stopped.is_none() && tree.had_leftovers(),
         notes,
-    }
-    // Dropping `tree` here kills and reaps anything still left.
+    };
+    // Dropping `tree` kills and reaps anything still left; only then may
+    // the sandbox's temp folder and cgroup go.
+    drop(tree);
+    drop(cleanup);
+    outcome
 }
 
 fn pollfd(fd: Option<&OwnedFd>) -> libc::pollfd {

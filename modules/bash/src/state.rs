@@ -15,7 +15,11 @@ use crate::output::capture::{Capture, SpillTo};
 use crate::policy::CommandPolicy;
 use crate::process::spawn::{spawn, SpawnSpec, Spawned};
 use crate::runner::Limits;
+use crate::sandbox::{Request, Sandbox};
 use crate::slots::{Slot, Slots};
+
+/// How many calls' spill files are kept before the oldest are deleted.
+pub const KEEP_SPILLS: usize = 8;
 
 /// The mount's shared state.
 #[derive(Debug)]
@@ -31,18 +35,40 @@ pub struct Module {
     slots: Arc<Slots>,
     spill_dir: PathBuf,
     spills: AtomicU64,
+    /// Spill files handed out, oldest first: at most [`KEEP_SPILLS`] calls'
+    /// worth are kept, and all go at cleanup.
+    spill_files: std::sync::Mutex<std::collections::VecDeque<PathBuf>>,
     rlimits: Vec<(libc::c_int, u64)>,
+    /// The OS sandbox and which of its layers hold here.
+    pub sandbox: Sandbox,
 }
 
 impl Module {
-    /// State for a mount; `state_dir` is the host's scratch folder.
-    pub fn new(config: Config, state_dir: Option<&Path>) -> Module {
+    /// State for a mount; `state_dir` is the host's scratch folder,
+    /// `working_dir` the plan's. Probes the sandbox's layers (see
+    /// [`Sandbox::new`]); the error is a configuration error.
+    pub fn new(config: Config, state_dir: Option<&Path>, working_dir: &Path) -> Result<Module, String> {
+        let tmp_root = state_dir.map(|d| d.join("tmp")).unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("toolhost-bash-{}-tmp", std::process::id()))
+        });
+        let tmp_root = std::path::absolute(&tmp_root).unwrap_or(tmp_root);
+        let sandbox = Sandbox::new(&Request {
+            mode: config.sandbox,
+            network: config.network,
+            writable_paths: &config.writable_paths,
+            hidden_paths: &config.hidden_paths,
+            processes: config.rlimits.processes,
+            working_dir,
+            tmp_root,
+            shell: &config.shell,
+        })?;
         let spill_dir = state_dir
             .map(|d| d.join("spill"))
             .unwrap_or_else(|| std::env::temp_dir().join(format!("toolhost-bash-{}", std::process::id())));
         // Results name the file; make the name usable from anywhere.
         let spill_dir = std::path::absolute(&spill_dir).unwrap_or(spill_dir);
-        Module {
+        Ok(Module {
+            sandbox,
             policy: CommandPolicy::new(
                 &config.allowed_commands,
                 &config.denied_commands,
@@ -54,8 +80,9 @@ impl Module {
             rlimits: config.rlimits.pairs(),
             spill_dir,
             spills: AtomicU64::new(0),
+            spill_files: Default::default(),
             config,
-        }
+        })
     }
 
     /// SIGTERM→SIGKILL grace and the drain bound.
@@ -99,18 +126,28 @@ impl Module {
                 ),
             ));
         }
-        let env = self.env.build(std::env::vars_os());
+        let call = self.sandbox.prepare(cwd).map_err(|e| {
+            ToolError::new("sandbox_failed", format!("could not prepare the sandbox: {e}")).retryable(true)
+        })?;
+        let mut env = self.env.build(std::env::vars_os());
+        if let Some(tmp) = call.tmp() {
+            env.retain(|(k, _)| k != "TMPDIR");
+            env.push(("TMPDIR".into(), tmp.as_os_str().to_owned()));
+        }
         let spec = SpawnSpec {
             shell: &self.config.shell,
             command,
             cwd,
             env: &env,
             rlimits: &self.rlimits,
+            confine: self.sandbox.confine(&call),
         };
-        spawn(&spec).map_err(|e| match e.kind() {
+        let mut spawned = spawn(&spec).map_err(|e| match e.kind() {
             std::io::ErrorKind::InvalidInput => ToolError::invalid_input(e.to_string()),
             _ => ToolError::new("spawn_failed", format!("could not start the command: {e}")).retryable(true),
-        })
+        })?;
+        spawned.cleanup = Some(Box::new(call));
+        Ok(spawned)
     }
 
     /// Fresh captures for a call; foreground ones may spill to a file.
@@ -137,9 +174,33 @@ impl Module {
                 .join(format!("{stem}-{}-{n}.{stream}", std::process::id())),
             max_bytes: self.config.spill_max_bytes,
         };
+        {
+            let mut files = self.spill_files.lock().unwrap_or_else(|p| p.into_inner());
+            for stream in ["stdout", "stderr"] {
+                files.push_back(file(stream).path);
+            }
+            while files.len() > 2 * KEEP_SPILLS {
+                if let Some(old) = files.pop_front() {
+                    let _ = std::fs::remove_file(old);
+                }
+            }
+        }
         (
             Capture::new(cap, Some(file("stdout"))),
             Capture::new(cap, Some(file("stderr"))),
         )
+    }
+
+    /// The folder spill files go to.
+    pub fn spill_dir(&self) -> &Path {
+        &self.spill_dir
+    }
+
+    /// Deletes every spill file this mount wrote (its cleanup).
+    pub fn remove_spills(&self) {
+        let mut files = self.spill_files.lock().unwrap_or_else(|p| p.into_inner());
+        for f in files.drain(..) {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }

@@ -1,20 +1,42 @@
-//! The reaper: a child that stays between the host and the shell as a child
-//! subreaper, so that no process a command starts can leave the tree, even
-//! after `setsid`, `nohup … &` or a double fork.
+//! The reaper: a process that stays between the host and the shell, so that
+//! no process a command starts can leave the tree, even after `setsid`,
+//! `nohup … &` or a double fork.
 //!
-//! The reaper shares the host's memory (`CLONE_VM`, see [`raw`](super::raw))
-//! and runs on its own stack. It may therefore only make raw system calls on
-//! data prepared before the clone: no libc wrappers, no allocation, no
-//! locks, no panics, and `exit_group` at the end. It starts the shell the way
-//! `posix_spawn` does: a `CLONE_VM | CLONE_VFORK` child that sets up and calls
+//! The reaper is a *fork* of the host (`clone` without `CLONE_VM`, see
+//! [`spawn`](super::spawn)): it has its own copy of memory, so nothing it
+//! does can touch the host's heap, locks or thread-locals. Because the host
+//! is multi-threaded, the copy is only safe to use through
+//! async-signal-safe operations: the reaper makes raw system calls on data
+//! prepared before the fork, never allocates, takes no lock, cannot panic
+//! (no indexing that could fail, no `unwrap`), and ends with `exit_group`.
+//!
+//! With the sandbox's PID namespace the reaper is PID 1 of a fresh
+//! namespace: the kernel makes it the reaper of every orphan, refuses the
+//! command's signals to it, and kills everything in the namespace when it
+//! dies. Without it, the reaper is a child subreaper
+//! (`PR_SET_CHILD_SUBREAPER`) and walks `/proc` to find its descendants.
+//!
+//! The reaper first sets up the sandbox steps that need privileges the
+//! command must not keep (user-namespace id maps, a private mount table with
+//! its own `/proc` and the hidden paths covered, the pids cgroup), then
+//! starts the shell the way `posix_spawn` does: a `CLONE_VM | CLONE_VFORK`
+//! child that enters its own process group, applies rlimits,
+//! `no_new_privs`, the Landlock domain and the seccomp filter, and calls
 //! `execve` while the reaper waits.
 //!
 //! Protocol with the host (fds fixed by [`main`]):
 //! - fd 0, 1, 2: the shell's stdin (/dev/null), stdout and stderr pipes;
-//! - fd 3: status pipe: the shell's 4-byte wait status when it exits; EOF when
-//!   the reaper exits, i.e. when no process of the tree is left;
+//! - fd 3: status socket: the shell's 4-byte wait status when it exits; EOF
+//!   when the reaper exits, i.e. when no process of the tree is left (a
+//!   socket because, unlike a pipe, it cannot be reopened through
+//!   `/proc/<pid>/fd`);
 //! - fd 4: control socket: `T` sends SIGTERM (and SIGCONT) to the whole tree,
 //!   `K` SIGKILLs it until nothing is left; EOF (the host died) counts as `K`.
+//!
+//! fds 3 to 6 are close-on-exec: the command never inherits them, and the
+//! reaper is not dumpable, so its `/proc/<pid>/fd` is closed to processes
+//! of the same (non-root) user; inside the sandbox, Landlock's ptrace
+//! restriction closes it to root too.
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -28,8 +50,60 @@ pub const FORK_FAILED: u32 = u32::MAX;
 /// left behind had to be signalled.
 pub const LEFTOVERS: u32 = u32::MAX - 1;
 
+/// Written on the status pipe, or-ed with a [`Step`] number, when a sandbox
+/// step failed: the command was not run.
+pub const SETUP_FAILED: u32 = 0xFFFF_FF00;
+
+/// The sandbox steps, in the order the reaper and the shell's child take
+/// them; the number travels in a [`SETUP_FAILED`] word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Step {
+    /// Writing the user namespace's uid/gid maps.
+    IdMaps = 1,
+    /// Making the new mount table private.
+    MountPrivate = 2,
+    /// Mounting the namespace's own `/proc`.
+    Proc = 3,
+    /// Covering a hidden path.
+    Hidden = 4,
+    /// Joining the pids cgroup.
+    Cgroup = 5,
+    /// `PR_SET_NO_NEW_PRIVS`.
+    NoNewPrivs = 6,
+    /// `landlock_restrict_self`.
+    Landlock = 7,
+    /// Installing the seccomp filter.
+    Seccomp = 8,
+}
+
+impl Step {
+    /// The step with this number.
+    pub fn from_u8(n: u8) -> Option<Step> {
+        Some(match n {
+            1 => Step::IdMaps,
+            2 => Step::MountPrivate,
+            3 => Step::Proc,
+            4 => Step::Hidden,
+            5 => Step::Cgroup,
+            6 => Step::NoNewPrivs,
+            7 => Step::Landlock,
+            8 => Step::Seccomp,
+            _ => return None,
+        })
+    }
+}
+
 const STATUS_FD: c_int = 3;
 const CONTROL_FD: c_int = 4;
+const LANDLOCK_FD: c_int = 5;
+const CGROUP_FD: c_int = 6;
+/// fds moved into place: stdin, stdout, stderr, status, control, landlock,
+/// cgroup.procs.
+pub const FD_COUNT: usize = 7;
+
+/// Most hidden paths a plan may list.
+pub const MAX_HIDDEN: usize = 32;
 
 /// Signals the reaper ignores, so that a terminal's or a process group's
 /// signals do not end it before its tree; the shell gets them back.
@@ -47,8 +121,79 @@ const IGNORED: [c_int; 11] = [
     libc::SIGTTOU,
 ];
 
-/// Everything the reaper needs, prepared before the clone and kept alive
-/// (with the stacks) until the reaper has been reaped.
+/// A file to write during setup (the user namespace's maps).
+#[derive(Clone, Copy)]
+pub struct WriteFile {
+    /// NUL-terminated path.
+    pub path: *const c_char,
+    /// Bytes to write.
+    pub data: *const u8,
+    /// How many.
+    pub len: usize,
+}
+
+/// A path the command must see empty: a directory gets an empty read-only
+/// tmpfs over it, a file gets `/dev/null` bound over it.
+#[derive(Clone, Copy)]
+pub struct Hidden {
+    /// NUL-terminated path.
+    pub path: *const c_char,
+    /// Whether it is a directory.
+    pub dir: bool,
+}
+
+/// The sandbox steps to take, prepared before the fork (all pointers point
+/// into data owned by the caller).
+#[derive(Clone, Copy)]
+pub struct Setup {
+    /// The reaper is PID 1 of a new PID namespace.
+    pub pid_ns: bool,
+    /// setgroups, uid_map, gid_map of a new user namespace (when not root).
+    pub id_maps: Option<[WriteFile; 3]>,
+    /// In a new mount namespace: make every mount private first.
+    pub mount_private: bool,
+    /// Mount a fresh `/proc` (needs the PID and mount namespaces).
+    pub mount_proc: bool,
+    /// Paths to cover.
+    pub hidden: [Hidden; MAX_HIDDEN],
+    /// How many of `hidden` are used.
+    pub hidden_count: usize,
+    /// Write "0" to the cgroup.procs fd (fd slot 6).
+    pub cgroup: bool,
+    /// Set `PR_SET_NO_NEW_PRIVS` in the shell's child.
+    pub no_new_privs: bool,
+    /// Enter the Landlock domain whose ruleset is fd slot 5.
+    pub landlock: bool,
+    /// The seccomp BPF program (empty: none).
+    pub seccomp: *const libc::sock_filter,
+    /// Its length in instructions.
+    pub seccomp_len: u16,
+}
+
+impl Setup {
+    /// No sandbox at all.
+    pub fn none() -> Setup {
+        Setup {
+            pid_ns: false,
+            id_maps: None,
+            mount_private: false,
+            mount_proc: false,
+            hidden: [Hidden {
+                path: std::ptr::null(),
+                dir: false,
+            }; MAX_HIDDEN],
+            hidden_count: 0,
+            cgroup: false,
+            no_new_privs: false,
+            landlock: false,
+            seccomp: std::ptr::null(),
+            seccomp_len: 0,
+        }
+    }
+}
+
+/// Everything the reaper needs, prepared before the fork. The reaper reads
+/// its own copy, so the host may free this once the fork has returned.
 pub struct Prepared {
     /// The shell to execute (a NUL-terminated path).
     pub shell: *const c_char,
@@ -62,10 +207,18 @@ pub struct Prepared {
     pub rlimits: [(c_int, u64); 8],
     /// How many of `rlimits` are set.
     pub rlimit_count: usize,
-    /// Source fds, in the order stdin, stdout, stderr, status, control.
-    pub fds: [c_int; 5],
+    /// Source fds, in the order stdin, stdout, stderr, status, control,
+    /// landlock ruleset, cgroup.procs (-1 when unused).
+    pub fds: [c_int; FD_COUNT],
     /// Top of the stack the shell's child runs on until `execve`.
     pub shell_stack: *mut u8,
+    /// The sandbox steps.
+    pub setup: Setup,
+    /// Address ranges of the host's original argument and environment
+    /// strings (`/proc/self/stat` arg_start..arg_end, env_start..env_end):
+    /// the reaper zeroes its copy, so that its `/proc/<pid>/environ` and
+    /// `cmdline`, which a command can read, show nothing of the host's.
+    pub scrub: [(usize, usize); 2],
 }
 
 /// The kernel's `struct sigaction` (the same layout on x86_64 and aarch64).
@@ -86,291 +239,525 @@ struct Rlimit64 {
 
 const SIGSET_SIZE: usize = 8;
 
-/// The reaper's entry point, run by `clone`. Never returns.
+/// The reaper's entry point, run by `clone` in a forked child. Never returns.
 ///
 /// # Safety
-/// `arg` must point to a [`Prepared`] whose pointers stay valid for the
-/// reaper's whole life, and the caller must have blocked every signal.
+/// `arg` must point to a [`Prepared`] (in this process's copy of memory)
+/// whose pointers are valid, the caller must have blocked every signal, and
+/// this process must be a fork of a possibly multi-threaded process: only
+/// async-signal-safe operations follow (raw system calls, no allocation).
 pub unsafe extern "C" fn main(arg: *mut c_void) -> ! {
-    let p = &*(arg as *const Prepared);
-    // Move the five fds to 0..=4 without clobbering one another: first to
-    // fresh numbers >= 10, then into place.
-    let mut tmp = [0 as c_int; 5];
-    for (i, fd) in p.fds.iter().enumerate() {
-        let t = sys!(libc::SYS_fcntl, *fd, libc::F_DUPFD_CLOEXEC, 10);
-        if t < 0 {
-            exit(120);
-        }
-        tmp[i] = t as c_int;
-    }
-    for (i, t) in tmp.iter().enumerate() {
-        // Without O_CLOEXEC: these five are what the shell inherits.
-        if sys!(libc::SYS_dup3, *t, i, 0) < 0 {
-            exit(121);
-        }
-    }
-    // Nothing else of the host's may stay open here: another command's pipe
-    // kept open by this process would hang that command's reader.
-    if sys!(libc::SYS_close_range, 5, libc::c_uint::MAX, 0) != 0 {
-        let mut fd = 5;
-        while fd < 65536 {
-            sys!(libc::SYS_close, fd);
-            fd += 1;
-        }
-    }
+    // SAFETY: the caller passes a valid `Prepared`.
+    let p = unsafe { &*(arg as *const Prepared) };
+    // SAFETY: everything below is raw system calls on `p`'s data and locals.
+    unsafe { setup_and_run(p) }
+}
 
-    // Handlers copied from the host point into its code: drop them all
-    // before any signal is let through.
-    let mut sig = 1;
-    while sig <= 64 {
-        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-            set_handler(sig, libc::SIG_DFL);
+/// # Safety
+/// As for [`main`].
+unsafe fn setup_and_run(p: &Prepared) -> ! {
+    // SAFETY (whole function): raw system calls on data the caller vouches
+    // for and on locals; see the module docs.
+    unsafe {
+        // Move the fds to 0..FD_COUNT without clobbering one another: first
+        // to fresh numbers >= 16, then into place.
+        let mut tmp = [-1 as c_int; FD_COUNT];
+        for (slot, fd) in tmp.iter_mut().zip(p.fds.iter()) {
+            if *fd < 0 {
+                continue;
+            }
+            let t = sys!(libc::SYS_fcntl, *fd, libc::F_DUPFD_CLOEXEC, 16);
+            if t < 0 {
+                exit(120);
+            }
+            *slot = t as c_int;
         }
-        sig += 1;
-    }
-    for sig in IGNORED {
-        set_handler(sig, libc::SIG_IGN);
-    }
-    sys!(libc::SYS_setsid);
-    sys!(libc::SYS_prctl, libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        for (i, t) in tmp.iter().enumerate() {
+            if *t < 0 {
+                continue;
+            }
+            // 0, 1, 2 are what the shell inherits; the rest close on exec.
+            let flags = if i < 3 { 0 } else { libc::O_CLOEXEC };
+            if sys!(libc::SYS_dup3, *t, i, flags) < 0 {
+                exit(121);
+            }
+        }
+        // Nothing else of the host's may stay open here: another command's
+        // pipe kept open by this process would hang that command's reader.
+        if sys!(libc::SYS_close_range, FD_COUNT, libc::c_uint::MAX, 0) != 0 {
+            let mut fd = FD_COUNT as c_int;
+            while fd < 65536 {
+                sys!(libc::SYS_close, fd);
+                fd += 1;
+            }
+        }
 
-    let chld: u64 = 1 << (libc::SIGCHLD - 1);
-    set_mask(chld);
-    let sfd = sys!(
-        libc::SYS_signalfd4,
-        -1i32,
-        &chld as *const u64,
-        SIGSET_SIZE,
-        libc::SFD_CLOEXEC | libc::SFD_NONBLOCK
-    ) as c_int;
+        // Handlers copied from the host point into its code: drop them all
+        // before any signal is let through.
+        let mut sig = 1;
+        while sig <= 64 {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                set_handler(sig, libc::SIG_DFL);
+            }
+            sig += 1;
+        }
+        for sig in IGNORED {
+            set_handler(sig, libc::SIG_IGN);
+        }
+        for (start, end) in p.scrub {
+            let mut at = start;
+            while at < end {
+                // SAFETY: the range lies in this process's own copy of the
+                // host's initial stack (writable, and mapped for the whole
+                // life of a process); nothing here reads it again.
+                std::ptr::write_volatile(at as *mut u8, 0);
+                at += 1;
+            }
+        }
+        sys!(libc::SYS_setsid);
+        if !p.setup.pid_ns {
+            sys!(libc::SYS_prctl, libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+        if let Err(step) = reaper_setup(&p.setup) {
+            write_status(SETUP_FAILED | step as u32);
+            exit(0);
+        }
+        // After the id maps (a non-dumpable process cannot write its own).
+        sys!(libc::SYS_prctl, libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
 
-    let mut shell_arg = ShellArg { p, sfd };
-    let shell = raw::clone_on(
-        (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as usize,
-        p.shell_stack,
-        exec_shell,
-        (&mut shell_arg as *mut ShellArg).cast(),
-    );
-    if shell < 0 {
-        write_status(FORK_FAILED);
-        exit(0);
+        let chld: u64 = 1 << (libc::SIGCHLD - 1);
+        set_mask(chld);
+        let sfd = sys!(
+            libc::SYS_signalfd4,
+            -1i32,
+            &chld as *const u64,
+            SIGSET_SIZE,
+            libc::SFD_CLOEXEC | libc::SFD_NONBLOCK
+        ) as c_int;
+
+        let mut shell_arg = ShellArg { p, sfd, failed: 0 };
+        // SAFETY: the reaper is single-threaded; the child shares its memory
+        // only while the reaper is suspended (CLONE_VFORK) and makes raw
+        // system calls on `shell_arg` until `execve` or `exit_group`.
+        let shell = raw::clone_on(
+            (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as usize,
+            p.shell_stack,
+            exec_shell,
+            (&mut shell_arg as *mut ShellArg).cast(),
+        );
+        if shell < 0 {
+            write_status(FORK_FAILED);
+            exit(0);
+        }
+        // The child wrote `failed` before exiting (CLONE_VFORK: it is done
+        // with our memory now). Volatile: the compiler cannot know it ran.
+        let failed = std::ptr::read_volatile(&shell_arg.failed);
+        if failed != 0 {
+            let mut st: c_int = 0;
+            sys!(libc::SYS_wait4, shell, &mut st as *mut c_int, 0, 0);
+            write_status(SETUP_FAILED | failed as u32);
+            exit(0);
+        }
+        supervise(shell as libc::pid_t, sfd, p.setup.pid_ns)
     }
-    supervise(shell as libc::pid_t, sfd)
+}
+
+/// The steps the reaper takes for the whole namespace before the shell
+/// starts.
+///
+/// # Safety
+/// As for [`main`].
+unsafe fn reaper_setup(s: &Setup) -> Result<(), Step> {
+    // SAFETY: raw system calls on NUL-terminated paths and buffers the
+    // caller prepared.
+    unsafe {
+        if let Some(maps) = &s.id_maps {
+            for w in maps {
+                let fd = sys!(
+                    libc::SYS_openat,
+                    libc::AT_FDCWD,
+                    w.path,
+                    libc::O_WRONLY | libc::O_CLOEXEC,
+                    0
+                );
+                if fd < 0 {
+                    return Err(Step::IdMaps);
+                }
+                let n = sys!(libc::SYS_write, fd, w.data, w.len);
+                sys!(libc::SYS_close, fd);
+                if n != w.len as isize {
+                    return Err(Step::IdMaps);
+                }
+            }
+        }
+        if s.mount_private
+            && sys!(
+                libc::SYS_mount,
+                std::ptr::null::<c_char>(),
+                c"/".as_ptr(),
+                std::ptr::null::<c_char>(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null::<c_void>()
+            ) != 0
+        {
+            return Err(Step::MountPrivate);
+        }
+        if s.mount_proc
+            && sys!(
+                libc::SYS_mount,
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null::<c_void>()
+            ) != 0
+        {
+            return Err(Step::Proc);
+        }
+        let mut i = 0;
+        while i < s.hidden_count && i < MAX_HIDDEN {
+            let h = s.hidden[i];
+            let r = if h.dir {
+                sys!(
+                    libc::SYS_mount,
+                    c"tmpfs".as_ptr(),
+                    h.path,
+                    c"tmpfs".as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"size=4k,mode=0555".as_ptr()
+                )
+            } else {
+                sys!(
+                    libc::SYS_mount,
+                    c"/dev/null".as_ptr(),
+                    h.path,
+                    std::ptr::null::<c_char>(),
+                    libc::MS_BIND,
+                    std::ptr::null::<c_void>()
+                )
+            };
+            if r != 0 {
+                return Err(Step::Hidden);
+            }
+            i += 1;
+        }
+        if s.cgroup && sys!(libc::SYS_write, CGROUP_FD, c"0".as_ptr(), 1) != 1 {
+            return Err(Step::Cgroup);
+        }
+        if s.cgroup {
+            sys!(libc::SYS_close, CGROUP_FD);
+        }
+        Ok(())
+    }
 }
 
 /// What the shell's child gets from the reaper.
 struct ShellArg<'a> {
     p: &'a Prepared,
     sfd: c_int,
+    /// Set by the child to the [`Step`] that failed before it exits.
+    failed: u8,
 }
 
 /// The shell's child: runs on the reaper's memory while the reaper waits,
 /// until `execve` replaces it.
+///
+/// # Safety
+/// `arg` must point to a live [`ShellArg`]; the caller is suspended until
+/// this child calls `execve` or exits (`CLONE_VFORK`).
 unsafe extern "C" fn exec_shell(arg: *mut c_void) -> ! {
-    let ShellArg { p, sfd } = &*(arg as *const ShellArg<'_>);
-    for sig in IGNORED {
-        set_handler(sig, libc::SIG_DFL);
-    }
-    set_mask(0);
-    sys!(libc::SYS_setpgid, 0, 0);
-    sys!(libc::SYS_close, STATUS_FD);
-    sys!(libc::SYS_close, CONTROL_FD);
-    if *sfd >= 0 {
-        sys!(libc::SYS_close, *sfd);
-    }
-    let mut i = 0;
-    while i < p.rlimit_count && i < p.rlimits.len() {
-        let (resource, value) = p.rlimits[i];
-        let lim = Rlimit64 {
-            cur: value,
-            max: value,
-        };
-        // A hard limit above the current one is refused; fall back to soft.
-        if sys!(libc::SYS_prlimit64, 0, resource, &lim as *const Rlimit64, 0) != 0 {
-            let mut cur = Rlimit64 { cur: 0, max: 0 };
-            if sys!(libc::SYS_prlimit64, 0, resource, 0, &mut cur as *mut Rlimit64) == 0 {
-                let soft = Rlimit64 {
-                    cur: value.min(cur.max),
-                    max: cur.max,
-                };
-                sys!(libc::SYS_prlimit64, 0, resource, &soft as *const Rlimit64, 0);
+    // SAFETY: the reaper passes its `ShellArg` and waits (CLONE_VFORK).
+    let a = unsafe { &mut *(arg as *mut ShellArg<'_>) };
+    let p = a.p;
+    // SAFETY (block): raw system calls on the reaper's prepared data.
+    unsafe {
+        for sig in IGNORED {
+            set_handler(sig, libc::SIG_DFL);
+        }
+        set_mask(0);
+        sys!(libc::SYS_setpgid, 0, 0);
+        sys!(libc::SYS_close, STATUS_FD);
+        sys!(libc::SYS_close, CONTROL_FD);
+        if a.sfd >= 0 {
+            sys!(libc::SYS_close, a.sfd);
+        }
+        let mut i = 0;
+        while i < p.rlimit_count && i < p.rlimits.len() {
+            let (resource, value) = p.rlimits[i];
+            let lim = Rlimit64 {
+                cur: value,
+                max: value,
+            };
+            // A hard limit above the current one is refused; fall back to soft.
+            if sys!(libc::SYS_prlimit64, 0, resource, &lim as *const Rlimit64, 0) != 0 {
+                let mut cur = Rlimit64 { cur: 0, max: 0 };
+                if sys!(libc::SYS_prlimit64, 0, resource, 0, &mut cur as *mut Rlimit64) == 0 {
+                    let soft = Rlimit64 {
+                        cur: value.min(cur.max),
+                        max: cur.max,
+                    };
+                    sys!(libc::SYS_prlimit64, 0, resource, &soft as *const Rlimit64, 0);
+                }
+            }
+            i += 1;
+        }
+        if sys!(libc::SYS_chdir, p.cwd) != 0 {
+            say(b"toolhost-bash: cannot enter the working directory\n");
+            exit(126);
+        }
+        let s = &p.setup;
+        if s.no_new_privs && sys!(libc::SYS_prctl, libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            fail(a, Step::NoNewPrivs);
+        }
+        if s.landlock {
+            let r = sys!(libc::SYS_landlock_restrict_self, LANDLOCK_FD, 0);
+            sys!(libc::SYS_close, LANDLOCK_FD);
+            if r != 0 {
+                fail(a, Step::Landlock);
             }
         }
-        i += 1;
+        if s.seccomp_len > 0 {
+            let prog = libc::sock_fprog {
+                len: s.seccomp_len,
+                filter: s.seccomp.cast_mut(),
+            };
+            if sys!(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &prog as *const libc::sock_fprog
+            ) != 0
+            {
+                fail(a, Step::Seccomp);
+            }
+        }
+        sys!(libc::SYS_execve, p.shell, p.argv, p.envp);
+        say(b"toolhost-bash: cannot execute the shell\n");
+        exit(127)
     }
-    if sys!(libc::SYS_chdir, p.cwd) != 0 {
-        say(b"toolhost-bash: cannot enter the working directory\n");
-        exit(126);
+}
+
+/// Records the failed step where the waiting reaper finds it, and exits.
+///
+/// # Safety
+/// Only from the shell's child (see [`exec_shell`]).
+unsafe fn fail(a: &mut ShellArg<'_>, step: Step) -> ! {
+    // SAFETY: the reaper is suspended until we exit; volatile so the store
+    // is not elided before `exit_group`.
+    unsafe {
+        std::ptr::write_volatile(&mut a.failed, step as u8);
+        exit(125)
     }
-    sys!(libc::SYS_execve, p.shell, p.argv, p.envp);
-    say(b"toolhost-bash: cannot execute the shell\n");
-    exit(127)
 }
 
 /// Reaps every child (adopted orphans included), reports the shell's status
 /// and carries out the host's T/K orders until nothing is left.
-unsafe fn supervise(shell: libc::pid_t, sfd: c_int) -> ! {
-    let me = sys!(libc::SYS_getpid) as libc::pid_t;
-    let mut shell_done = false;
-    let mut control_open = true;
-    // 0 running, 1 terminating, 2 killing.
-    let mut mode = 0u8;
-    let mut told_leftovers = false;
-    loop {
+///
+/// # Safety
+/// As for [`main`].
+unsafe fn supervise(shell: libc::pid_t, sfd: c_int, pid_ns: bool) -> ! {
+    // SAFETY (whole function): raw system calls on locals.
+    unsafe { supervise_inner(shell, sfd, pid_ns) }
+}
+
+/// # Safety
+/// As for [`main`].
+unsafe fn supervise_inner(shell: libc::pid_t, sfd: c_int, pid_ns: bool) -> ! {
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        let me = sys!(libc::SYS_getpid) as libc::pid_t;
+        let mut shell_done = false;
+        let mut control_open = true;
+        // 0 running, 1 terminating, 2 killing.
+        let mut mode = 0u8;
+        let mut told_leftovers = false;
         loop {
-            let mut st: c_int = 0;
-            let r = sys!(libc::SYS_wait4, -1i32, &mut st as *mut c_int, libc::WNOHANG, 0);
-            if r > 0 {
-                if r as libc::pid_t == shell && !shell_done {
-                    write_status(st as u32);
-                    shell_done = true;
+            loop {
+                let mut st: c_int = 0;
+                let r = sys!(libc::SYS_wait4, -1i32, &mut st as *mut c_int, libc::WNOHANG, 0);
+                if r > 0 {
+                    if r as libc::pid_t == shell && !shell_done {
+                        write_status(st as u32);
+                        shell_done = true;
+                    }
+                    continue;
                 }
-                continue;
-            }
-            if r == 0 {
+                if r == 0 {
+                    break;
+                }
+                if r == -(libc::EINTR as isize) {
+                    continue;
+                }
+                // ECHILD: nobody is left.
+                if shell_done {
+                    exit(0);
+                }
                 break;
             }
-            if r == -(libc::EINTR as isize) {
-                continue;
-            }
-            // ECHILD: nobody is left.
-            if shell_done {
-                exit(0);
-            }
-            break;
-        }
-        let found = match mode {
-            1 => {
-                signal_tree(me, shell, libc::SIGCONT);
-                signal_tree(me, shell, libc::SIGTERM)
-            }
-            2 => signal_tree(me, shell, libc::SIGKILL),
-            _ => 0,
-        };
-        if found > 0 && shell_done && !told_leftovers {
-            write_status(LEFTOVERS);
-            told_leftovers = true;
-        }
-        let mut fds = [
-            libc::pollfd {
-                fd: sfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: if control_open { CONTROL_FD } else { -1 },
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // Without a signalfd, fall back to polling for dead children.
-        let tick = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 20_000_000,
-        };
-        let timeout: *const libc::timespec = if mode == 2 || sfd < 0 {
-            &tick
-        } else {
-            std::ptr::null()
-        };
-        sys!(libc::SYS_ppoll, fds.as_mut_ptr(), 2, timeout, 0, SIGSET_SIZE);
-        if fds[0].revents != 0 {
-            let mut buf = [0u8; 1024];
-            while sys!(libc::SYS_read, sfd, buf.as_mut_ptr(), buf.len()) > 0 {}
-        }
-        if control_open && fds[1].revents != 0 {
-            let mut b = 0u8;
-            let n = sys!(libc::SYS_read, CONTROL_FD, &mut b as *mut u8, 1);
-            if n == 1 {
-                if b == b'K' {
-                    mode = 2;
-                } else if b == b'T' && mode == 0 {
-                    mode = 1;
+            let found = match mode {
+                1 => {
+                    signal_all(pid_ns, me, shell, libc::SIGCONT);
+                    signal_all(pid_ns, me, shell, libc::SIGTERM)
                 }
-            } else if n != -(libc::EINTR as isize) {
-                // The host is gone: nobody will ever read our output.
-                sys!(libc::SYS_close, CONTROL_FD);
-                control_open = false;
-                mode = 2;
+                2 => signal_all(pid_ns, me, shell, libc::SIGKILL),
+                _ => 0,
+            };
+            if found > 0 && shell_done && !told_leftovers {
+                write_status(LEFTOVERS);
+                told_leftovers = true;
+            }
+            let mut fds = [
+                libc::pollfd {
+                    fd: sfd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: if control_open { CONTROL_FD } else { -1 },
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // Without a signalfd, fall back to polling for dead children.
+            let tick = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000_000,
+            };
+            let timeout: *const libc::timespec = if mode == 2 || sfd < 0 {
+                &tick
+            } else {
+                std::ptr::null()
+            };
+            sys!(libc::SYS_ppoll, fds.as_mut_ptr(), 2, timeout, 0, SIGSET_SIZE);
+            if fds[0].revents != 0 {
+                let mut buf = [0u8; 1024];
+                while sys!(libc::SYS_read, sfd, buf.as_mut_ptr(), buf.len()) > 0 {}
+            }
+            if control_open && fds[1].revents != 0 {
+                let mut b = 0u8;
+                let n = sys!(libc::SYS_read, CONTROL_FD, &mut b as *mut u8, 1);
+                if n == 1 {
+                    if b == b'K' {
+                        mode = 2;
+                    } else if b == b'T' && mode == 0 {
+                        mode = 1;
+                    }
+                } else if n != -(libc::EINTR as isize) {
+                    // The host is gone: nobody will ever read our output.
+                    sys!(libc::SYS_close, CONTROL_FD);
+                    control_open = false;
+                    mode = 2;
+                }
             }
         }
+    }
+}
+
+/// Sends `sig` to every process of the tree: in a PID namespace, where the
+/// reaper is init, `kill(-1)` reaches exactly the namespace's other
+/// processes; otherwise the tree is walked through `/proc`. Returns how
+/// many were found (in a namespace: 1 if any).
+///
+/// # Safety
+/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
+unsafe fn signal_all(pid_ns: bool, me: libc::pid_t, shell: libc::pid_t, sig: c_int) -> usize {
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        // `kill(-1)` is only confined to the tree when we really are init
+        // of our own namespace.
+        if pid_ns && me == 1 {
+            return usize::from(sys!(libc::SYS_kill, -1i32, sig) == 0);
+        }
+        signal_tree(me, shell, sig)
     }
 }
 
 /// Sends `sig` to the shell's process group and to every descendant of the
 /// reaper, found through /proc/<pid>/task/<pid>/children. Returns how many
 /// descendants it found.
+///
+/// # Safety
+/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
 unsafe fn signal_tree(me: libc::pid_t, shell: libc::pid_t, sig: c_int) -> usize {
-    sys!(libc::SYS_kill, -shell, sig);
-    let mut queue = [0 as libc::pid_t; 4096];
-    let mut len = 1usize;
-    let mut at = 0usize;
-    let mut found = 0usize;
-    queue[0] = me;
-    while at < len {
-        let parent = queue[at];
-        at += 1;
-        for_each_child(parent, |child| {
-            sys!(libc::SYS_kill, child, sig);
-            found += 1;
-            if len < queue.len() {
-                queue[len] = child;
-                len += 1;
-            }
-        });
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        sys!(libc::SYS_kill, -shell, sig);
+        let mut queue = [0 as libc::pid_t; 4096];
+        let mut len = 1usize;
+        let mut at = 0usize;
+        let mut found = 0usize;
+        queue[0] = me;
+        while at < len {
+            let parent = queue[at];
+            at += 1;
+            for_each_child(parent, |child| {
+                sys!(libc::SYS_kill, child, sig);
+                found += 1;
+                if len < queue.len() {
+                    queue[len] = child;
+                    len += 1;
+                }
+            });
+        }
+        found
     }
-    found
 }
 
 /// Calls `f` with each child pid of `pid`'s main thread.
+///
+/// # Safety
+/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
 unsafe fn for_each_child(pid: libc::pid_t, mut f: impl FnMut(libc::pid_t)) {
-    let mut path = [0u8; 64];
-    let mut n = put(&mut path, 0, b"/proc/");
-    n = put_num(&mut path, n, pid);
-    n = put(&mut path, n, b"/task/");
-    n = put_num(&mut path, n, pid);
-    n = put(&mut path, n, b"/children\0");
-    if n == 0 || path[n - 1] != 0 {
-        return;
-    }
-    let fd = sys!(
-        libc::SYS_openat,
-        libc::AT_FDCWD,
-        path.as_ptr(),
-        libc::O_RDONLY | libc::O_CLOEXEC,
-        0
-    );
-    if fd < 0 {
-        return;
-    }
-    let mut buf = [0u8; 4096];
-    let mut current: libc::pid_t = 0;
-    let mut in_number = false;
-    loop {
-        let r = sys!(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len());
-        if r <= 0 {
-            break;
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        let mut path = [0u8; 64];
+        let mut n = put(&mut path, 0, b"/proc/");
+        n = put_num(&mut path, n, pid);
+        n = put(&mut path, n, b"/task/");
+        n = put_num(&mut path, n, pid);
+        n = put(&mut path, n, b"/children\0");
+        if n == 0 || path[n - 1] != 0 {
+            return;
         }
-        let mut i = 0;
-        while i < r as usize && i < buf.len() {
-            let c = buf[i];
-            if c.is_ascii_digit() {
-                current = current
-                    .saturating_mul(10)
-                    .saturating_add((c - b'0') as libc::pid_t);
-                in_number = true;
-            } else if in_number {
-                f(current);
-                current = 0;
-                in_number = false;
+        let fd = sys!(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+            0
+        );
+        if fd < 0 {
+            return;
+        }
+        let mut buf = [0u8; 4096];
+        let mut current: libc::pid_t = 0;
+        let mut in_number = false;
+        loop {
+            let r = sys!(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len());
+            if r <= 0 {
+                break;
             }
-            i += 1;
+            let mut i = 0;
+            while i < r as usize && i < buf.len() {
+                let c = buf[i];
+                if c.is_ascii_digit() {
+                    current = current
+                        .saturating_mul(10)
+                        .saturating_add((c - b'0') as libc::pid_t);
+                    in_number = true;
+                } else if in_number {
+                    f(current);
+                    current = 0;
+                    in_number = false;
+                }
+                i += 1;
+            }
         }
+        if in_number {
+            f(current);
+        }
+        sys!(libc::SYS_close, fd);
     }
-    if in_number {
-        f(current);
-    }
-    sys!(libc::SYS_close, fd);
 }
 
 fn put(buf: &mut [u8; 64], at: usize, bytes: &[u8]) -> usize {
@@ -412,43 +799,73 @@ fn put_num(buf: &mut [u8; 64], at: usize, value: libc::pid_t) -> usize {
     n
 }
 
+///
+/// # Safety
+/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
 unsafe fn set_handler(sig: c_int, handler: libc::sighandler_t) {
-    let sa = KernelSigaction {
-        handler,
-        flags: 0,
-        restorer: 0,
-        mask: 0,
-    };
-    sys!(
-        libc::SYS_rt_sigaction,
-        sig,
-        &sa as *const KernelSigaction,
-        0,
-        SIGSET_SIZE
-    );
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        let sa = KernelSigaction {
+            handler,
+            flags: 0,
+            restorer: 0,
+            mask: 0,
+        };
+        sys!(
+            libc::SYS_rt_sigaction,
+            sig,
+            &sa as *const KernelSigaction,
+            0,
+            SIGSET_SIZE
+        );
+    }
 }
 
+///
+/// # Safety
+/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
 unsafe fn set_mask(mask: u64) {
-    sys!(
-        libc::SYS_rt_sigprocmask,
-        libc::SIG_SETMASK,
-        &mask as *const u64,
-        0,
-        SIGSET_SIZE
-    );
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        sys!(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &mask as *const u64,
+            0,
+            SIGSET_SIZE
+        );
+    }
 }
 
+///
+/// # Safety
+/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
 unsafe fn write_status(status: u32) {
-    let bytes = status.to_ne_bytes();
-    sys!(libc::SYS_write, STATUS_FD, bytes.as_ptr(), bytes.len());
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        let bytes = status.to_ne_bytes();
+        sys!(libc::SYS_write, STATUS_FD, bytes.as_ptr(), bytes.len());
+    }
 }
 
+///
+/// # Safety
+/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
 unsafe fn say(msg: &[u8]) {
-    sys!(libc::SYS_write, 2, msg.as_ptr(), msg.len());
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        sys!(libc::SYS_write, 2, msg.as_ptr(), msg.len());
+    }
 }
 
+///
+/// # Safety
+/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
 unsafe fn exit(code: c_int) -> ! {
-    loop {
-        sys!(libc::SYS_exit_group, code);
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        loop {
+            sys!(libc::SYS_exit_group, code);
+        }
     }
 }

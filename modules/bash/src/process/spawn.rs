@@ -1,6 +1,10 @@
 //! Starting a command: `shell -c COMMAND` under a [reaper](super::reaper),
 //! in its own session and process group, with stdin from /dev/null, a clean
-//! environment and optional resource limits.
+//! environment, optional resource limits and optional sandbox steps.
+//!
+//! Everything the reaper and the shell's child need (strings, pointer
+//! arrays, the Landlock ruleset fd, the seccomp program) is built here,
+//! before the fork, so that after it only system calls remain.
 
 use std::ffi::{CString, OsString};
 use std::io;
@@ -9,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::raw;
-use super::reaper::{self, Prepared};
+use super::reaper::{self, Prepared, Setup};
 use super::stacks::Stacks;
 use super::tree::Tree;
 
@@ -25,6 +29,23 @@ pub struct SpawnSpec<'a> {
     pub env: &'a [(OsString, OsString)],
     /// `(RLIMIT_*, value)` pairs.
     pub rlimits: &'a [(libc::c_int, u64)],
+    /// Sandbox steps, or `None` for a plain subreaper.
+    pub confine: Option<Confine<'a>>,
+}
+
+/// What the sandbox asks of one spawn. The pointers in `setup` must stay
+/// valid until [`spawn`] returns (the reaper works on its own copy).
+#[derive(Clone, Copy)]
+pub struct Confine<'a> {
+    /// `CLONE_NEW*` flags for the reaper.
+    pub namespaces: libc::c_int,
+    /// The steps.
+    pub setup: Setup,
+    /// The Landlock ruleset fd, when `setup.landlock`.
+    pub landlock: Option<std::os::fd::BorrowedFd<'a>>,
+    /// An fd open for writing on the pids cgroup's `cgroup.procs`, when
+    /// `setup.cgroup`.
+    pub cgroup_procs: Option<std::os::fd::BorrowedFd<'a>>,
 }
 
 /// A started command: its process tree and the read ends of its output.
@@ -35,6 +56,8 @@ pub struct Spawned {
     pub stdout: OwnedFd,
     /// The shell's stderr (non-blocking).
     pub stderr: OwnedFd,
+    /// Dropped once the tree is gone (the sandbox's per-call resources).
+    pub cleanup: Option<Box<dyn Send>>,
 }
 
 /// Starts `spec`. Fails only when the host is out of fds or processes; a
@@ -71,60 +94,80 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     let devnull = open_devnull()?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
-    let (status_r, status_w) = pipe()?;
+    // A socket, not a pipe: a socket cannot be reopened through
+    // /proc/<reaper>/fd, so no command can forge the status it carries.
+    let (status_r, status_w) = socketpair()?;
     let (control_host, control_reaper) = socketpair()?;
     let stacks = Stacks::new()?;
 
-    let launch = Box::new(Launch {
-        prepared: Prepared {
-            shell: shell.as_ptr(),
-            argv: argv.as_ptr(),
-            envp: envp.as_ptr(),
-            cwd: cwd.as_ptr(),
-            rlimits,
-            rlimit_count,
-            fds: [
-                devnull.as_raw_fd(),
-                out_w.as_raw_fd(),
-                err_w.as_raw_fd(),
-                status_w.as_raw_fd(),
-                control_reaper.as_raw_fd(),
-            ],
-            shell_stack: stacks.shell_top(),
-        },
-        _strings: (shell, argv_owned, env_owned, cwd),
-        _pointers: (argv, envp),
-        stacks,
-    });
-    let pid = start_reaper(&launch)?;
+    let confine = spec.confine;
+    let prepared = Prepared {
+        shell: shell.as_ptr(),
+        argv: argv.as_ptr(),
+        envp: envp.as_ptr(),
+        cwd: cwd.as_ptr(),
+        rlimits,
+        rlimit_count,
+        fds: [
+            devnull.as_raw_fd(),
+            out_w.as_raw_fd(),
+            err_w.as_raw_fd(),
+            status_w.as_raw_fd(),
+            control_reaper.as_raw_fd(),
+            confine.and_then(|c| c.landlock).map_or(-1, |fd| fd.as_raw_fd()),
+            confine
+                .and_then(|c| c.cgroup_procs)
+                .map_or(-1, |fd| fd.as_raw_fd()),
+        ],
+        shell_stack: stacks.shell_top(),
+        setup: confine.map_or_else(Setup::none, |c| c.setup),
+        scrub: *host_strings(),
+    };
+    let namespaces = confine.map_or(0, |c| c.namespaces);
+    let pid = start_reaper(&prepared, &stacks, namespaces)?;
+    // The reaper runs on its own copy of all of this: free ours now.
+    drop((stacks, prepared, argv, envp, argv_owned, env_owned, shell, cwd));
     drop((devnull, out_w, err_w, status_w, control_reaper));
     set_nonblocking(&out_r)?;
     set_nonblocking(&err_r)?;
     set_nonblocking(&status_r)?;
     Ok(Spawned {
-        tree: Tree::new(pid, status_r, control_host, launch),
+        tree: Tree::new(pid, status_r, control_host),
         stdout: out_r,
         stderr: err_r,
+        cleanup: None,
     })
 }
 
-/// What the reaper reads while it runs: kept at one address, with everything
-/// its pointers point into, until the reaper has been reaped.
-pub(super) struct Launch {
-    prepared: Prepared,
-    _strings: (CString, [CString; 3], Vec<CString>, CString),
-    _pointers: (Vec<*const libc::c_char>, Vec<*const libc::c_char>),
-    stacks: Stacks,
+/// Where the host's original argv and environment strings lie (read once
+/// from `/proc/self/stat`; empty ranges if it cannot be read).
+fn host_strings() -> &'static [(usize, usize); 2] {
+    static RANGES: std::sync::OnceLock<[(usize, usize); 2]> = std::sync::OnceLock::new();
+    RANGES.get_or_init(|| {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        // Fields after the command name's closing parenthesis start at 3.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let field = |n: usize| -> usize {
+            rest.split_whitespace()
+                .nth(n - 3)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        let range = |a: usize, b: usize| {
+            if a > 0 && b > a && b - a < (1 << 24) {
+                (a, b)
+            } else {
+                (0, 0)
+            }
+        };
+        [range(field(48), field(49)), range(field(50), field(51))]
+    })
 }
 
-// SAFETY: the raw pointers point into the strings and vectors owned by the
-// same value; nothing is shared with another thread but the reaper, which
-// only reads.
-unsafe impl Send for Launch {}
-
-/// Clones the reaper onto its own stack, sharing the host's memory, with
-/// every signal blocked until it has replaced the host's handlers.
-fn start_reaper(launch: &Launch) -> io::Result<libc::pid_t> {
+/// Forks the reaper onto its own stack (in its own copy of memory, and in
+/// new namespaces when asked), with every signal blocked until it has
+/// replaced the host's handlers.
+fn start_reaper(prepared: &Prepared, stacks: &Stacks, namespaces: libc::c_int) -> io::Result<libc::pid_t> {
     // SAFETY: plain signal-mask calls on this thread with local sets.
     let old = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
@@ -133,15 +176,18 @@ fn start_reaper(launch: &Launch) -> io::Result<libc::pid_t> {
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         old
     };
-    // SAFETY: `launch` (and the stacks and strings it owns) stays at this
-    // address until the reaper is reaped (see `Tree`); the flags share only
-    // memory, and `reaper::main` makes nothing but raw system calls.
+    // SAFETY: without CLONE_VM the child gets a copy of this process's
+    // memory, so nothing it does reaches the host's heap, locks or
+    // thread-locals; it starts on `stacks` (its copy) at `reaper::main`,
+    // which only makes async-signal-safe raw system calls on its copy of
+    // `prepared` (whose pointers point into memory copied with it) and
+    // never returns. The flags add only namespaces and SIGCHLD.
     let pid = unsafe {
         raw::clone_on(
-            (libc::CLONE_VM | libc::SIGCHLD) as usize,
-            launch.stacks.reaper_top(),
+            (namespaces | libc::SIGCHLD) as usize,
+            stacks.reaper_top(),
             reaper::main,
-            (&launch.prepared as *const Prepared).cast_mut().cast(),
+            (prepared as *const Prepared).cast_mut().cast(),
         )
     };
     // SAFETY: restoring the mask saved above.

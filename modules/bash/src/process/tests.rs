@@ -1,5 +1,5 @@
-//! The reaper shares the host's memory: these pin down that it leaves the
-//! host's state alone and gives its memory back.
+//! The reaper is a fork of the host: these pin down that it leaves the
+//! host's state (errno, signal handlers, mappings) alone.
 
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -17,6 +17,7 @@ fn start(command: &str) -> Spawned {
         cwd: Path::new("/"),
         env: &env,
         rlimits: &[],
+        confine: None,
     })
     .expect("spawn")
 }

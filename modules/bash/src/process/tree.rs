@@ -5,8 +5,7 @@
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::reaper::{FORK_FAILED, LEFTOVERS};
-use super::spawn::Launch;
+use super::reaper::{Step, FORK_FAILED, LEFTOVERS, SETUP_FAILED};
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +16,8 @@ pub enum Exit {
     Signal(i32),
     /// The shell could not be started at all.
     NotStarted,
+    /// A sandbox step failed, so the command was not run.
+    SandboxFailed(Step),
 }
 
 impl Exit {
@@ -24,6 +25,11 @@ impl Exit {
     pub fn from_wait_status(status: u32) -> Exit {
         if status == FORK_FAILED {
             return Exit::NotStarted;
+        }
+        if status & SETUP_FAILED == SETUP_FAILED {
+            if let Some(step) = Step::from_u8((status & 0xFF) as u8) {
+                return Exit::SandboxFailed(step);
+            }
         }
         let st = status as libc::c_int;
         if libc::WIFSIGNALED(st) {
@@ -43,13 +49,10 @@ pub struct Tree {
     exit: Option<Exit>,
     leftovers: bool,
     gone: bool,
-    /// The reaper's stacks and data: freed only once it has been reaped,
-    /// leaked if it never is (it shares our memory).
-    launch: Option<Box<Launch>>,
 }
 
 impl Tree {
-    pub(super) fn new(reaper: libc::pid_t, status: OwnedFd, control: OwnedFd, launch: Box<Launch>) -> Tree {
+    pub(super) fn new(reaper: libc::pid_t, status: OwnedFd, control: OwnedFd) -> Tree {
         Tree {
             reaper,
             status,
@@ -58,7 +61,6 @@ impl Tree {
             exit: None,
             leftovers: false,
             gone: false,
-            launch: Some(launch),
         }
     }
 
@@ -135,10 +137,7 @@ impl Tree {
         let mut st = 0;
         // SAFETY: waiting on our own child; it has closed its status pipe,
         // so it is exiting and this returns at once.
-        let reaped = unsafe { libc::waitpid(self.reaper, &mut st, 0) } == self.reaper;
-        if reaped {
-            self.launch = None;
-        }
+        unsafe { libc::waitpid(self.reaper, &mut st, 0) };
     }
 
     /// SIGTERM (then SIGCONT) to every process of the tree.
@@ -152,6 +151,12 @@ impl Tree {
     }
 
     fn send(&self, byte: u8) {
+        if !self.gone {
+            // A reaper stopped by its own command (possible only without the
+            // sandbox's PID namespace) must wake to carry out the order.
+            // SAFETY: kill(2) on our own child, not yet reaped.
+            unsafe { libc::kill(self.reaper, libc::SIGCONT) };
+        }
         if let Some(control) = &self.control {
             // SAFETY: a one-byte send on a socket we own; MSG_NOSIGNAL keeps a
             // reaper that already exited from raising SIGPIPE here.
@@ -196,14 +201,10 @@ impl Drop for Tree {
             // and exit on its own; reap it without blocking if it has.
             self.control = None;
             let mut st = 0;
-            // SAFETY: non-blocking wait on our own child.
-            let reaped = unsafe { libc::waitpid(self.reaper, &mut st, libc::WNOHANG) } == self.reaper;
-            if !reaped {
-                // It may still run on these stacks: never unmap them.
-                if let Some(launch) = self.launch.take() {
-                    Box::leak(launch);
-                }
-            }
+            // SAFETY: non-blocking wait on our own child (if it is still
+            // running it becomes a zombie of the host, never a leak of
+            // memory: it has its own).
+            unsafe { libc::waitpid(self.reaper, &mut st, libc::WNOHANG) };
         }
     }
 }

@@ -21,7 +21,7 @@ pub fn exit_fields(out: &mut Map<String, Value>, exit: Option<Exit>) {
             out.insert("exit_code".into(), Value::Null);
             out.insert("signal".into(), json!(signals::name(s)));
         }
-        Some(Exit::NotStarted) | None => {
+        Some(Exit::NotStarted) | Some(Exit::SandboxFailed(_)) | None => {
             out.insert("exit_code".into(), Value::Null);
         }
     }
@@ -96,6 +96,16 @@ pub fn conclude(
             format!("the command was killed by {} (signal {s})", signals::name(s)),
         )
         .with_details(json!({ "signal": signals::name(s) }))
+        .with_output(output)),
+        Some(Exit::SandboxFailed(step)) => Err(ToolError::new(
+            "sandbox_failed",
+            format!(
+                "the command was not run: the sandbox step {step:?} failed although the mount's probe passed \
+                 (did the kernel or the cgroup setup change?); try again, or set sandbox = \"off\" in the plan"
+            ),
+        )
+        .with_details(json!({ "step": format!("{step:?}") }))
+        .retryable(true)
         .with_output(output)),
         Some(Exit::NotStarted) | None => Err(ToolError::new(
             "spawn_failed",

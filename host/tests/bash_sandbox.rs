@@ -1,0 +1,448 @@
+//! The bash module's OS sandbox, attacked from inside a command through the
+//! real `toolhost` binary and the real cdylib: the walls must hold for the
+//! shell and for an interpreter, the host's secrets and processes must stay
+//! out of reach, and nothing may outlive the call.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{module_file, target_dir, Env};
+use serde_json::{json, Value};
+use toolhost::cancel::CancelToken;
+use toolhost::host::Host;
+use toolhost::pipeline::{Call, Pipeline};
+use toolhost::plan::Plan;
+
+const SECRET: &str = "thsecret_7f3a9c_do_not_leak";
+
+fn plan(config: &str) -> String {
+    module_file("toolhost_bash");
+    format!("[host]\ndefault_timeout_secs = 60\n\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n{config}\n")
+}
+
+/// A scratch folder with a fake HOME holding a `.bashrc` and an `.ssh` key.
+struct World {
+    env: Env,
+    home: tempfile::TempDir,
+    outside: tempfile::TempDir,
+}
+
+impl World {
+    fn new(config: &str) -> World {
+        let env = Env::new(&plan(config));
+        let home = tempfile::tempdir().expect("home");
+        std::fs::write(home.path().join(".bashrc"), "# rc\n").expect("bashrc");
+        std::fs::create_dir(home.path().join(".ssh")).expect(".ssh");
+        std::fs::write(home.path().join(".ssh/id_ed25519"), SECRET).expect("key");
+        let outside = tempfile::tempdir().expect("outside");
+        World { env, home, outside }
+    }
+
+    /// `toolhost call bash` with the fake HOME and a secret in the host's
+    /// environment.
+    fn bash(&self, command: &str) -> Value {
+        let out = self
+            .env
+            .command()
+            .env("HOME", self.home.path())
+            .env("TOOLHOST_TEST_API_TOKEN", SECRET)
+            .args(["call", "bash", &json!({ "command": command }).to_string()])
+            .output()
+            .expect("run toolhost");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "not a ToolResult ({e}): {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+}
+
+fn stdout(r: &Value) -> &str {
+    r["output"]["stdout"].as_str().unwrap_or("")
+}
+
+fn stderr(r: &Value) -> &str {
+    r["output"]["stderr"].as_str().unwrap_or("")
+}
+
+#[test]
+fn writes_land_only_in_the_allowed_folders_for_bash_and_python() {
+    let w = World::new("");
+    let extra = tempfile::tempdir().expect("extra");
+    w.env
+        .set_plan(&plan(&format!("writable_paths = [{:?}]", extra.path())));
+    let out = w.outside.path().display().to_string();
+    let ex = extra.path().display().to_string();
+    let r = w.bash(&format!(
+        "echo in > inside.txt; echo x > {out}/bash.txt; echo x >> ~/.bashrc; echo x > {ex}/extra.txt; \
+         echo t > \"$TMPDIR/t\" && echo tmp-ok; echo \"tmp=$TMPDIR\"; \
+         python3 -c 'open(\"{out}/py.txt\", \"w\").write(\"x\")'; \
+         python3 -c 'open(\"inside-py.txt\", \"w\").write(\"x\")'; exit 0"
+    ));
+    assert_eq!(r["status"], "success", "{r}");
+    let dir = w.env.path();
+    assert!(
+        dir.join("inside.txt").exists(),
+        "the working folder is writable: {r}"
+    );
+    assert!(
+        dir.join("inside-py.txt").exists(),
+        "python may write the working folder: {r}"
+    );
+    assert!(
+        extra.path().join("extra.txt").exists(),
+        "writable_paths are writable: {r}"
+    );
+    assert!(
+        stdout(&r).contains("tmp-ok"),
+        "the private temp folder is writable: {r}"
+    );
+    assert!(
+        !w.outside.path().join("bash.txt").exists(),
+        "bash wrote outside: {r}"
+    );
+    assert!(
+        !w.outside.path().join("py.txt").exists(),
+        "python wrote outside: {r}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.home.path().join(".bashrc")).expect("rc"),
+        "# rc\n",
+        "~/.bashrc was changed: {r}"
+    );
+    assert!(stderr(&r).contains("Permission denied"), "{r}");
+    // The private temp folder goes with the call.
+    let tmp = stdout(&r)
+        .lines()
+        .find_map(|l| l.strip_prefix("tmp="))
+        .expect("TMPDIR printed");
+    assert!(
+        !tmp.is_empty() && !Path::new(tmp).exists(),
+        "{tmp} outlived its call"
+    );
+    // And their root with the mount.
+    let root = Path::new(tmp).parent().expect("temp root");
+    assert!(!root.exists(), "{} outlived the mount", root.display());
+}
+
+#[test]
+fn read_only_mode_refuses_the_working_folder_too() {
+    let w = World::new("sandbox = \"read-only\"");
+    let r = w.bash("echo in > inside.txt; echo t > \"$TMPDIR/t\" && echo tmp-ok; exit 0");
+    assert!(!w.env.path().join("inside.txt").exists(), "{r}");
+    assert!(stdout(&r).contains("tmp-ok"), "{r}");
+}
+
+#[test]
+fn hidden_paths_secrets_and_host_processes_are_out_of_reach() {
+    let w = World::new("");
+    let r = w.bash(
+        "cat ~/.ssh/id_ed25519; ls -A ~/.ssh; echo hidden-listed; \
+         for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr -d '\\0' < $f; echo; done; \
+         env; echo procs=$(ls -d /proc/[0-9]* | wc -l); kill -9 1 || echo kill-refused; \
+         python3 -c 'import os; print(os.listdir(os.path.expanduser(\"~/.ssh\")))'; \
+         cat /proc/1/mem | head -c 1; echo x > /proc/1/fd/3; exit 0",
+    );
+    assert_eq!(r["status"], "success", "{r}");
+    let text = format!("{}{}", stdout(&r), stderr(&r));
+    assert!(!text.contains(SECRET), "a secret leaked: {r}");
+    assert!(stdout(&r).contains("hidden-listed"), "{r}");
+    assert!(
+        stdout(&r).contains("kill-refused"),
+        "the reaper could be signalled: {r}"
+    );
+    assert!(
+        stdout(&r).contains("[]"),
+        "python saw the hidden folder's content: {r}"
+    );
+    let procs: usize = stdout(&r)
+        .lines()
+        .find_map(|l| l.strip_prefix("procs="))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("procs= line");
+    assert!(procs < 10, "the host's processes are visible ({procs}): {r}");
+}
+
+#[test]
+fn the_exit_status_cannot_be_forged_through_the_reapers_fds() {
+    // Even with the sandbox off, the status channel is a socket that no
+    // process can reopen through /proc.
+    for config in ["", "sandbox = \"off\""] {
+        let w = World::new(config);
+        let r = w.bash(
+            "for fd in /proc/$PPID/fd/* /proc/1/fd/*; do printf '\\0\\0\\0\\0' > $fd; done 2>/dev/null; exit 3",
+        );
+        assert_eq!(r["output"]["exit_code"], 3, "[{config}] forged: {r}");
+    }
+}
+
+/// A loopback listener that counts the connections it accepts.
+fn listener() -> (u16, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    let count = Arc::new(AtomicU64::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let mut b = [0u8; 1];
+            let _ = s.read(&mut b);
+        }
+    });
+    (port, count)
+}
+
+#[test]
+fn with_the_network_off_loopback_is_unreachable_for_bash_and_python() {
+    let (port, count) = listener();
+    let probe = format!(
+        "(exec 3<>/dev/tcp/127.0.0.1/{port}) && echo bash-connected; \
+         python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2); print(\"py-connected\")'; exit 0"
+    );
+    let w = World::new("");
+    let r = w.bash(&probe);
+    assert!(!stdout(&r).contains("connected"), "{r}");
+    assert_eq!(count.load(Ordering::SeqCst), 0, "the listener was reached: {r}");
+    // The same command reaches it with the network on: the probe is real.
+    w.env.set_plan(&plan("network = true"));
+    let r = w.bash(&probe);
+    assert!(stdout(&r).contains("bash-connected"), "{r}");
+    assert!(stdout(&r).contains("py-connected"), "{r}");
+}
+
+/// Pids whose environment holds `marker` (not ours), zombies excluded.
+fn survivors(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        let has = std::fs::read(format!("/proc/{pid}/environ"))
+            .map(|b| b.windows(marker.len()).any(|w| w == marker.as_bytes()))
+            .unwrap_or(false);
+        if pid != me && !zombie && has {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn assert_none_survive(marker: &str, bound: Duration) {
+    let end = Instant::now() + bound;
+    loop {
+        let left = survivors(marker);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > end {
+            for pid in &left {
+                // SAFETY: kill(2) on a pid carrying our marker.
+                unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+            }
+            panic!("processes survived: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn marker(tag: &str) -> String {
+    format!("thsbx_{tag}_{}", std::process::id())
+}
+
+#[test]
+fn a_hundred_sleepers_forked_as_root_are_gone_when_the_call_ends() {
+    let m = marker("hundred");
+    let w = World::new("kill_grace_ms = 200");
+    let r = w.bash(&format!(
+        "export {m}=1; for i in $(seq 100); do setsid sleep 1000 & done; echo started"
+    ));
+    assert_eq!(r["status"], "success", "{r}");
+    assert_none_survive(&m, Duration::from_secs(3));
+}
+
+#[test]
+fn rlimits_processes_holds_for_root() {
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test checks the root case: run the suite as root (CI does)"
+    );
+    let m = marker("nproc");
+    let w = World::new("rlimits = { processes = 20 }");
+    let r = w.bash(&format!(
+        "env {m}=1 python3 -c '
+import os, time
+n = 0
+for i in range(60):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(1000)
+        os._exit(0)
+    n += 1
+print(\"forked=%d\" % n)
+'"
+    ));
+    let forked: usize = stdout(&r)
+        .lines()
+        .find_map(|l| l.strip_prefix("forked="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no forked= line: {r}"));
+    assert!(forked < 20, "{forked} forks succeeded under processes = 20: {r}");
+    assert_none_survive(&m, Duration::from_secs(3));
+}
+
+/// The module in this process, so the test can kill a job's reaper.
+fn in_process(config: &str) -> (Arc<Host>, Pipeline, tokio::runtime::Runtime, tempfile::TempDir) {
+    module_file("toolhost_bash");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "[host]\nworking_dir = \".\"\nmodule_path = [{:?}]\n\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n{config}\n",
+        target_dir().display().to_string()
+    );
+    let file = dir.path().join("plan.toml");
+    std::fs::write(&file, &text).expect("write plan");
+    let host = Arc::new(Host::open(Plan::parse(&text, &file).expect("plan")).expect("host"));
+    let pipeline = Pipeline::new(host.clone(), CancelToken::new());
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    (host, pipeline, runtime, dir)
+}
+
+#[test]
+fn killing_the_reaper_from_outside_takes_the_whole_command_with_it() {
+    let m = marker("reaper");
+    let (host, pipeline, runtime, _dir) = in_process("");
+    let call = |name: &str, input: Value| {
+        let r = runtime.block_on(pipeline.call(Call {
+            name: name.into(),
+            input,
+            ..Call::default()
+        }));
+        serde_json::to_value(r).expect("json")
+    };
+    let r = call(
+        "bash",
+        json!({"command": format!("export {m}=1; setsid sleep 1000 & nohup sleep 1000 & echo ready; wait"), "run_in_background": true}),
+    );
+    let id = r["output"]["id"].as_str().expect("job id").to_string();
+    let reaper = r["output"]["pid"].as_i64().expect("reaper pid") as i32;
+    // Ready once both sleepers exist.
+    let end = Instant::now() + Duration::from_secs(10);
+    while survivors(&m).len() < 2 {
+        assert!(Instant::now() < end, "the job never started its sleepers");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: SIGKILL to the job's reaper, our own child.
+    unsafe { libc::kill(reaper, libc::SIGKILL) };
+    assert_none_survive(&m, Duration::from_secs(3));
+    let out = call("bash_output", json!({ "id": id }));
+    assert_eq!(out["output"]["running"], false, "{out}");
+    host.shutdown();
+}
+
+#[test]
+fn an_innocent_build_still_works() {
+    let w = World::new("");
+    let r = w.bash(
+        "printf 'int main(void){return 0;}\\n' > main.c && \
+         printf 'app: main.c\\n\\tcc -o app main.c\\n' > Makefile && make -s && ./app && \
+         git init -q . && git add -A && git -c user.email=a@b -c user.name=t commit -qm init && \
+         python3 -c 'import tempfile; tempfile.NamedTemporaryFile()' && echo built",
+    );
+    assert_eq!(r["status"], "success", "{r}");
+    assert!(stdout(&r).contains("built"), "{r}");
+}
+
+#[test]
+fn check_reports_every_layer() {
+    let w = World::new("rlimits = { processes = 64 }");
+    let out = w.env.run(&["check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for layer in [
+        "filesystem (landlock)",
+        "hidden paths (mount namespace)",
+        "processes (PID namespace)",
+        "network off (network namespace)",
+        "no_new_privs",
+        "syscall filter (seccomp)",
+        "process limit (pids cgroup)",
+    ] {
+        assert!(
+            text.lines().any(|l| l.contains("active") && l.contains(layer)),
+            "{layer} not reported active:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn sandbox_required_fails_the_mount_when_a_layer_is_missing() {
+    // As an unprivileged user the pids cgroup cannot be made here.
+    let w = World::new("rlimits = { processes = 64 }\nsandbox_required = true");
+    for p in [w.env.path(), w.env.plan.as_path()] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
+    }
+    // The binary and the module copied where the unprivileged user can
+    // reach them, wherever the checkout lives.
+    let bin = w.env.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let toolhost = bin.join("toolhost");
+    std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &toolhost).expect("copy toolhost");
+    std::fs::copy(module_file("toolhost_bash"), bin.join("libtoolhost_bash.so")).expect("copy module");
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(&toolhost)
+        .arg("--plan")
+        .arg(&w.env.plan)
+        .arg("check")
+        .current_dir(w.env.path())
+        .env("TOOLHOST_MODULE_PATH", &bin)
+        .env("HOME", w.env.path())
+        .output()
+        .expect("setpriv runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "mounted without the cgroup: {text}");
+    assert!(
+        text.contains("sandbox_required") && text.contains("pids cgroup"),
+        "unclear error: {text}"
+    );
+}
+
+#[test]
+fn bad_sandbox_keys_fail_the_mount_with_a_message() {
+    for (config, want) in [
+        ("sandbox = \"container\"", "workspace-write"),
+        ("writable_paths = [\"/no/such/folder/th\"]", "writable_paths"),
+        ("network = \"yes\"", "network"),
+    ] {
+        let w = World::new(config);
+        let out = w.env.run(&["check"]);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "[{config}] mounted: {text}");
+        assert!(text.contains(want), "[{config}] unclear: {text}");
+    }
+}

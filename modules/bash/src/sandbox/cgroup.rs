@@ -1,0 +1,112 @@
+//! Process limits that hold for root: a pids cgroup per command, with
+//! `pids.max` set, joined by the reaper before the shell starts (so every
+//! process of the command is counted, whatever its user). RLIMIT_NPROC, by
+//! contrast, is per user and does not bind root at all.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Where this process's pids cgroups can be made, when it can.
+#[derive(Debug, Clone)]
+pub struct PidsRoot {
+    dir: PathBuf,
+}
+
+impl PidsRoot {
+    /// Finds the pids controller this process is in (cgroup v1 `pids`
+    /// hierarchy, or v2 with `pids` delegated) and checks a child can be
+    /// made there. The error says why not.
+    pub fn find() -> Result<PidsRoot, String> {
+        let own = std::fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| format!("reading /proc/self/cgroup: {e}"))?;
+        let mut candidates = Vec::new();
+        for line in own.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+                continue;
+            };
+            let rel = path.trim_start_matches('/');
+            if controllers.split(',').any(|c| c == "pids") {
+                candidates.push(Path::new("/sys/fs/cgroup/pids").join(rel));
+            } else if controllers.is_empty() {
+                for root in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+                    let dir = Path::new(root).join(rel);
+                    let delegated = std::fs::read_to_string(dir.join("cgroup.subtree_control"))
+                        .is_ok_and(|s| s.split_whitespace().any(|c| c == "pids"));
+                    if delegated {
+                        candidates.push(dir);
+                    }
+                }
+            }
+        }
+        let mut why = String::from("no pids cgroup controller is mounted for this process");
+        for dir in candidates {
+            let root = PidsRoot { dir };
+            match root.make(1) {
+                Ok(probe) => {
+                    drop(probe);
+                    return Ok(root);
+                }
+                Err(e) => why = e,
+            }
+        }
+        Err(why)
+    }
+
+    /// A fresh cgroup allowing `max` processes, with `cgroup.procs` open.
+    pub fn make(&self, max: u64) -> Result<PidsGroup, String> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = self.dir.join(format!("toolhost-bash-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut group = PidsGroup { dir, procs: None };
+        let limit = group.dir.join("pids.max");
+        std::fs::write(&limit, max.to_string())
+            .map_err(|e| format!("cannot write {}: {e}", limit.display()))?;
+        let procs = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(group.dir.join("cgroup.procs"))
+            .map_err(|e| format!("cannot open cgroup.procs in {}: {e}", group.dir.display()))?;
+        group.procs = Some(procs);
+        Ok(group)
+    }
+}
+
+/// One command's cgroup; removed on drop (its processes are gone by then).
+#[derive(Debug)]
+pub struct PidsGroup {
+    dir: PathBuf,
+    procs: Option<File>,
+}
+
+impl PidsGroup {
+    /// `cgroup.procs`, open for writing: the reaper writes `0` to join.
+    pub fn procs(&self) -> Option<&File> {
+        self.procs.as_ref()
+    }
+
+    /// Moves the calling process in (used by tests of the mechanism).
+    pub fn join_self(&mut self) -> std::io::Result<()> {
+        match self.procs.as_mut() {
+            Some(f) => f.write_all(b"0"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for PidsGroup {
+    fn drop(&mut self) {
+        self.procs = None;
+        // Zombies still count for a moment after their parent is reaped.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+}

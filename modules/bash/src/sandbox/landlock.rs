@@ -1,0 +1,45 @@
+//! The filesystem wall: a Landlock ruleset built in the host (allocation
+//! and path opening happen here), entered by the shell's child with one
+//! `landlock_restrict_self` before `execve`.
+//!
+//! Reads and execution are allowed everywhere; every write-like right
+//! (write, create, remove, rename, link, truncate, device ioctl) only under
+//! the writable folders and a few harmless devices. The signal and
+//! abstract-socket scopes keep the command from signalling or connecting to
+//! anything outside its own domain, the reaper and the host included.
+//! Landlock also confines ptrace (and so `/proc/<pid>/mem`, `/proc/<pid>/fd`)
+//! to processes of the same or a nested domain.
+
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, Scope, ABI,
+};
+
+/// The newest Landlock ABI these rules were written and tested for: newer
+/// kernels are used at this level, older ones in best-effort mode (fewer
+/// rights handled, reported by the probe).
+const TESTED_ABI: ABI = ABI::V6;
+
+/// Devices a command may write to wherever it runs.
+const DEVICES: [&str; 6] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// Builds the ruleset; `None` when the kernel has no Landlock.
+pub fn ruleset(writable: &[PathBuf]) -> Result<Option<OwnedFd>, RulesetError> {
+    let created = Ruleset::default()
+        .handle_access(AccessFs::from_all(TESTED_ABI))?
+        .scope(Scope::from_all(TESTED_ABI))?
+        .create()?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(TESTED_ABI)))?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(TESTED_ABI)))?
+        .add_rules(path_beneath_rules(DEVICES, AccessFs::from_file(TESTED_ABI)))?;
+    Ok(created.into())
+}

@@ -1,0 +1,399 @@
+//! The shell sandbox: an OS boundary around every command, in layers.
+//!
+//! At mount, [`Sandbox::new`] works out which layers the plan asks for,
+//! then *probes* them by running `true` through the real spawn path with all
+//! of them; a layer whose step fails is dropped (and reported unavailable,
+//! which fails the mount under `sandbox_required`). Per call,
+//! [`Sandbox::prepare`] builds what must exist before the fork (the Landlock
+//! ruleset, the pids cgroup, the private temp folder) and [`CallBox`] cleans
+//! it up once the command's tree is gone.
+
+pub mod cgroup;
+pub mod config;
+pub mod landlock;
+pub mod probe;
+pub mod seccomp;
+
+use std::ffi::CString;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::process::reaper::{Hidden, Setup, WriteFile, MAX_HIDDEN};
+use crate::process::spawn::Confine;
+use cgroup::{PidsGroup, PidsRoot};
+pub use config::Mode;
+
+/// The layers, as the probe and the report name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Layers {
+    /// A user namespace (needed for the others when not root).
+    pub user_ns: bool,
+    /// PID namespace: the reaper is init.
+    pub pid_ns: bool,
+    /// Mount namespace: private mounts, hidden paths covered.
+    pub mount_ns: bool,
+    /// The namespace's own `/proc`.
+    pub proc: bool,
+    /// Network namespace (network off).
+    pub net_ns: bool,
+    /// Seccomp refusal of inet sockets (network off without a namespace).
+    pub seccomp_net: bool,
+    /// Landlock filesystem and scope rules.
+    pub landlock: bool,
+    /// The seccomp syscall filter.
+    pub seccomp: bool,
+    /// `no_new_privs`.
+    pub no_new_privs: bool,
+    /// The pids cgroup.
+    pub cgroup: bool,
+}
+
+/// One line of the mount report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReportItem {
+    /// The layer.
+    pub name: String,
+    /// `active`, `unavailable` or `off`.
+    pub state: &'static str,
+    /// What it does here, or why it is not there.
+    pub detail: String,
+}
+
+/// The mount's sandbox: which layers hold, and the data every call shares.
+#[derive(Debug)]
+pub struct Sandbox {
+    mode: Mode,
+    layers: Layers,
+    seccomp: Vec<libc::sock_filter>,
+    writable: Vec<PathBuf>,
+    hidden: Vec<(CString, bool)>,
+    id_maps: Option<[(CString, Vec<u8>); 3]>,
+    pids: Option<(PidsRoot, u64)>,
+    tmp_root: PathBuf,
+    report: Vec<ReportItem>,
+}
+
+/// What the mount asks for, from the config.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// The mode.
+    pub mode: Mode,
+    /// `network = true`.
+    pub network: bool,
+    /// `writable_paths`, as written.
+    pub writable_paths: &'a [PathBuf],
+    /// `hidden_paths`, as written (`~/` expands to HOME).
+    pub hidden_paths: &'a [String],
+    /// `rlimits.processes`.
+    pub processes: Option<u64>,
+    /// The plan's working folder (relative paths resolve against it).
+    pub working_dir: &'a Path,
+    /// Where private temp folders go.
+    pub tmp_root: PathBuf,
+    /// The shell, for the probe.
+    pub shell: &'a Path,
+}
+
+impl Sandbox {
+    /// Works out and probes the layers. Errors are configuration errors
+    /// (a hidden path list too long); unavailable layers are reported, not
+    /// errors.
+    pub fn new(req: &Request<'_>) -> Result<Sandbox, String> {
+        let mut report = Vec::new();
+        let resolve = |p: &Path| -> PathBuf {
+            let expanded = match (p.strip_prefix("~"), std::env::var_os("HOME")) {
+                (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+                _ => p.to_path_buf(),
+            };
+            let abs = req.working_dir.join(expanded);
+            abs.canonicalize().unwrap_or(abs)
+        };
+        let writable: Vec<PathBuf> = req.writable_paths.iter().map(|p| resolve(p)).collect();
+        for p in &writable {
+            if !p.is_dir() {
+                return Err(format!(
+                    "bash: writable_paths entry {} is not an existing folder",
+                    p.display()
+                ));
+            }
+        }
+        let mut hidden = Vec::new();
+        for p in req.hidden_paths {
+            let path = resolve(Path::new(p));
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue; // nothing there to hide
+            };
+            let c = CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| format!("bash: hidden_paths entry {p} contains a NUL byte"))?;
+            hidden.push((c, meta.is_dir()));
+        }
+        if hidden.len() > MAX_HIDDEN {
+            return Err(format!("bash: at most {MAX_HIDDEN} hidden_paths may exist"));
+        }
+        let mut sandbox = Sandbox {
+            mode: req.mode,
+            layers: Layers::default(),
+            seccomp: Vec::new(),
+            writable,
+            hidden,
+            id_maps: None,
+            pids: None,
+            tmp_root: req.tmp_root.clone(),
+            report: Vec::new(),
+        };
+        if req.mode == Mode::Off {
+            report.push(ReportItem {
+                name: "sandbox".into(),
+                state: "off",
+                detail: "sandbox = \"off\": commands run with the host's rights (reaper supervision and the \
+                         command policy only)"
+                    .into(),
+            });
+            sandbox.report = report;
+            return Ok(sandbox);
+        }
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut want = Layers {
+            user_ns: !root,
+            pid_ns: true,
+            mount_ns: true,
+            proc: true,
+            net_ns: !req.network,
+            seccomp_net: false,
+            landlock: true,
+            seccomp: true,
+            no_new_privs: true,
+            cgroup: false,
+        };
+        let mut why: Vec<(&'static str, String)> = Vec::new();
+        if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            // clone_on is a plain fork there: no namespaces.
+            want.user_ns = false;
+            want.pid_ns = false;
+            want.mount_ns = false;
+            want.proc = false;
+            want.net_ns = false;
+            why.push((
+                "pid_ns",
+                "namespaces are only started on x86_64 and aarch64".into(),
+            ));
+        }
+        if !root {
+            // SAFETY: getuid/getgid cannot fail.
+            let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+            sandbox.id_maps = Some([
+                (CString::from(c"/proc/self/setgroups"), b"deny".to_vec()),
+                (
+                    CString::from(c"/proc/self/uid_map"),
+                    format!("{uid} {uid} 1").into_bytes(),
+                ),
+                (
+                    CString::from(c"/proc/self/gid_map"),
+                    format!("{gid} {gid} 1").into_bytes(),
+                ),
+            ]);
+        }
+        if let Some(max) = req.processes {
+            match PidsRoot::find() {
+                Ok(root) => {
+                    // The reaper counts too.
+                    sandbox.pids = Some((root, max.saturating_add(1)));
+                    want.cgroup = true;
+                }
+                Err(e) => why.push(("cgroup", e)),
+            }
+        }
+        match seccomp::program(false) {
+            Ok(_) => {}
+            Err(e) => {
+                want.seccomp = false;
+                why.push(("seccomp", e.to_string()));
+            }
+        }
+        match landlock::ruleset(&[]) {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                want.landlock = false;
+                why.push((
+                    "landlock",
+                    "this kernel has no Landlock (or it is disabled)".into(),
+                ));
+            }
+            Err(e) => {
+                want.landlock = false;
+                why.push(("landlock", e.to_string()));
+            }
+        }
+        let layers = probe::settle(&mut sandbox, want, req, &mut why);
+        sandbox.layers = layers;
+        sandbox.report = probe::report(req, &layers, &why, &sandbox.writable, &sandbox.hidden);
+        Ok(sandbox)
+    }
+
+    /// Whether the sandbox is on at all.
+    pub fn is_on(&self) -> bool {
+        self.mode != Mode::Off
+    }
+
+    /// The active layers.
+    pub fn layers(&self) -> Layers {
+        self.layers
+    }
+
+    /// Where the calls' private temp folders are made.
+    pub fn tmp_root(&self) -> &Path {
+        &self.tmp_root
+    }
+
+    /// The per-layer report for `toolhost check` and the log.
+    pub fn report(&self) -> &[ReportItem] {
+        &self.report
+    }
+
+    /// Layers asked for but unavailable here.
+    pub fn unavailable(&self) -> Vec<&ReportItem> {
+        self.report.iter().filter(|r| r.state == "unavailable").collect()
+    }
+
+    fn install_seccomp(&mut self, layers: &Layers) -> Result<(), String> {
+        self.seccomp = if layers.seccomp {
+            seccomp::program(layers.seccomp_net)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|f| libc::sock_filter {
+                    code: f.code,
+                    jt: f.jt,
+                    jf: f.jf,
+                    k: f.k,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(())
+    }
+
+    /// What one call needs before the fork. `cwd` is the call's folder.
+    pub fn prepare(&self, cwd: &Path) -> Result<CallBox, String> {
+        self.prepare_with(cwd, &self.layers)
+    }
+
+    fn prepare_with(&self, cwd: &Path, layers: &Layers) -> Result<CallBox, String> {
+        let mut call = CallBox::default();
+        if self.mode == Mode::Off {
+            return Ok(call);
+        }
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.tmp_root.join(format!("tmp-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&self.tmp_root)
+            .and_then(|_| {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new().mode(0o700).create(&tmp)
+            })
+            .map_err(|e| format!("cannot create the private temp folder {}: {e}", tmp.display()))?;
+        call.tmp = Some(tmp.clone());
+        if layers.landlock {
+            let mut writable = vec![tmp];
+            if self.mode == Mode::WorkspaceWrite {
+                writable.push(cwd.to_path_buf());
+                writable.extend(self.writable.iter().cloned());
+            }
+            call.landlock =
+                landlock::ruleset(&writable).map_err(|e| format!("building the Landlock rules: {e}"))?;
+            if call.landlock.is_none() {
+                return Err("Landlock disappeared since the mount".into());
+            }
+        }
+        if layers.cgroup {
+            if let Some((root, max)) = &self.pids {
+                call.cgroup = Some(root.make(*max)?);
+            }
+        }
+        call.layers = *layers;
+        Ok(call)
+    }
+
+    /// The spawn's view of `call`: pointers into `self` and `call`.
+    pub fn confine<'a>(&'a self, call: &'a CallBox) -> Option<Confine<'a>> {
+        if self.mode == Mode::Off {
+            return None;
+        }
+        let l = &call.layers;
+        let mut setup = Setup::none();
+        let mut namespaces = 0;
+        if l.user_ns {
+            namespaces |= libc::CLONE_NEWUSER;
+            if let Some(maps) = &self.id_maps {
+                let w = |(path, data): &(CString, Vec<u8>)| WriteFile {
+                    path: path.as_ptr(),
+                    data: data.as_ptr(),
+                    len: data.len(),
+                };
+                setup.id_maps = Some([w(&maps[0]), w(&maps[1]), w(&maps[2])]);
+            }
+        }
+        if l.pid_ns {
+            namespaces |= libc::CLONE_NEWPID;
+            setup.pid_ns = true;
+        }
+        if l.mount_ns {
+            namespaces |= libc::CLONE_NEWNS;
+            setup.mount_private = true;
+            setup.mount_proc = l.proc && l.pid_ns;
+            for (slot, (path, dir)) in setup.hidden.iter_mut().zip(&self.hidden) {
+                *slot = Hidden {
+                    path: path.as_ptr(),
+                    dir: *dir,
+                };
+            }
+            setup.hidden_count = self.hidden.len().min(MAX_HIDDEN);
+        }
+        if l.net_ns {
+            namespaces |= libc::CLONE_NEWNET;
+        }
+        setup.no_new_privs = l.no_new_privs;
+        setup.landlock = call.landlock.is_some();
+        setup.cgroup = call.cgroup.as_ref().and_then(|g| g.procs()).is_some();
+        if l.seccomp && !self.seccomp.is_empty() {
+            setup.seccomp = self.seccomp.as_ptr();
+            setup.seccomp_len = self.seccomp.len().min(u16::MAX as usize) as u16;
+        }
+        Some(Confine {
+            namespaces,
+            setup,
+            landlock: call.landlock.as_ref().map(|fd| fd.as_fd()),
+            cgroup_procs: call.cgroup.as_ref().and_then(|g| g.procs()).map(|f| f.as_fd()),
+        })
+    }
+}
+
+/// One call's sandbox resources. Drop it only once the command's tree is
+/// gone: it removes the private temp folder and the cgroup.
+#[derive(Debug, Default)]
+pub struct CallBox {
+    layers: Layers,
+    landlock: Option<OwnedFd>,
+    cgroup: Option<PidsGroup>,
+    tmp: Option<PathBuf>,
+}
+
+impl CallBox {
+    /// The private temp folder (the command's TMPDIR), if any.
+    pub fn tmp(&self) -> Option<&Path> {
+        self.tmp.as_deref()
+    }
+}
+
+impl Drop for CallBox {
+    fn drop(&mut self) {
+        self.landlock = None;
+        self.cgroup = None;
+        if let Some(tmp) = self.tmp.take() {
+            let _ = std::fs::remove_dir_all(tmp);
+        }
+    }
+}

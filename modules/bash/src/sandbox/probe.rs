@@ -1,0 +1,340 @@
+//! Finding out, at mount, which layers hold on this kernel: run `true` through
+//! the real spawn path with every wanted layer, drop the one whose step
+//! fails, and try again. What is left is what every call gets.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{Layers, ReportItem, Request, Sandbox};
+use crate::process::reaper::Step;
+use crate::process::spawn::{spawn, SpawnSpec};
+use crate::process::tree::Exit;
+
+/// How long one probe may take.
+const PROBE_BOUND: Duration = Duration::from_secs(10);
+
+/// The outcome of one probe run.
+enum Probe {
+    Ran(Exit),
+    CloneFailed(std::io::Error),
+    Prepare(String),
+}
+
+fn run(sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
+    let call = match sandbox.prepare_with(req.working_dir, layers) {
+        Ok(c) => c,
+        Err(e) => return Probe::Prepare(e),
+    };
+    let env = [("PATH".into(), "/usr/bin:/bin".into())];
+    // `true` is the cheapest program to take through every step to execve;
+    // the shell only when it is missing.
+    let program = Path::new("/bin/true");
+    let spec = SpawnSpec {
+        shell: if program.is_file() { program } else { req.shell },
+        command: ":",
+        cwd: req.working_dir,
+        env: &env,
+        rlimits: &[],
+        confine: sandbox.confine(&call),
+    };
+    let mut spawned = match spawn(&spec) {
+        Ok(s) => s,
+        Err(e) => return Probe::CloneFailed(e),
+    };
+    let end = Instant::now() + PROBE_BOUND;
+    while !spawned.tree.is_gone() && Instant::now() < end {
+        let mut pfd = libc::pollfd {
+            fd: spawned.tree.status_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polling one fd the tree owns.
+        unsafe { libc::poll(&mut pfd, 1, 100) };
+        spawned.tree.on_readable();
+    }
+    let exit = spawned.tree.exit().unwrap_or(Exit::NotStarted);
+    drop(spawned);
+    drop(call);
+    Probe::Ran(exit)
+}
+
+/// Drops unavailable layers until a probe runs clean; returns what holds.
+pub(super) fn settle(
+    sandbox: &mut Sandbox,
+    want: Layers,
+    req: &Request<'_>,
+    why: &mut Vec<(&'static str, String)>,
+) -> Layers {
+    let mut layers = want;
+    for _ in 0..12 {
+        layers.seccomp_net = !req.network && !layers.net_ns && layers.seccomp;
+        if let Err(e) = sandbox.install_seccomp(&layers) {
+            layers.seccomp = false;
+            why.push(("seccomp", e));
+            continue;
+        }
+        match run(sandbox, &layers, req) {
+            Probe::Ran(Exit::Code(0)) => return layers,
+            Probe::Ran(Exit::SandboxFailed(step)) => {
+                let errno = "the kernel refused it";
+                match step {
+                    Step::IdMaps => {
+                        why.push((
+                            "user_ns",
+                            format!("writing the user namespace's id maps failed ({errno})"),
+                        ));
+                        drop_namespaces(&mut layers);
+                    }
+                    Step::MountPrivate => {
+                        why.push(("mount_ns", "making the mount table private failed".into()));
+                        layers.mount_ns = false;
+                        layers.proc = false;
+                    }
+                    Step::Proc => {
+                        why.push(("proc", "mounting the namespace's own /proc failed".into()));
+                        layers.proc = false;
+                    }
+                    Step::Hidden => {
+                        why.push(("mount_ns", "covering a hidden path failed".into()));
+                        layers.mount_ns = false;
+                        layers.proc = false;
+                    }
+                    Step::Cgroup => {
+                        why.push(("cgroup", "joining the pids cgroup failed".into()));
+                        layers.cgroup = false;
+                    }
+                    Step::NoNewPrivs => {
+                        why.push(("no_new_privs", "PR_SET_NO_NEW_PRIVS failed".into()));
+                        layers.no_new_privs = false;
+                        layers.seccomp = false;
+                    }
+                    Step::Landlock => {
+                        why.push(("landlock", format!("landlock_restrict_self failed ({errno})")));
+                        layers.landlock = false;
+                    }
+                    Step::Seccomp => {
+                        why.push(("seccomp", "installing the seccomp filter failed".into()));
+                        layers.seccomp = false;
+                    }
+                }
+            }
+            Probe::CloneFailed(e) => {
+                // Find the namespace the kernel refuses, one at a time.
+                if layers.user_ns {
+                    why.push(("user_ns", format!("cannot create a user namespace: {e}")));
+                    drop_namespaces(&mut layers);
+                    continue;
+                }
+                let alone = |f: fn(&mut Layers)| {
+                    let mut only = Layers::default();
+                    f(&mut only);
+                    matches!(run(sandbox, &only, req), Probe::Ran(Exit::Code(0)))
+                };
+                let mut dropped = false;
+                if layers.net_ns && !alone(|l| l.net_ns = true) {
+                    why.push(("net_ns", format!("cannot create a network namespace: {e}")));
+                    layers.net_ns = false;
+                    dropped = true;
+                }
+                if layers.mount_ns && !alone(|l| l.mount_ns = true) {
+                    why.push(("mount_ns", format!("cannot create a mount namespace: {e}")));
+                    layers.mount_ns = false;
+                    layers.proc = false;
+                    dropped = true;
+                }
+                if layers.pid_ns && !alone(|l| l.pid_ns = true) {
+                    why.push(("pid_ns", format!("cannot create a PID namespace: {e}")));
+                    layers.pid_ns = false;
+                    layers.proc = false;
+                    dropped = true;
+                }
+                if !dropped {
+                    why.push(("pid_ns", format!("cannot start a sandboxed process: {e}")));
+                    drop_namespaces(&mut layers);
+                }
+            }
+            Probe::Prepare(e) => {
+                why.push(("landlock", e));
+                layers.landlock = false;
+                layers.cgroup = false;
+            }
+            Probe::Ran(other) => {
+                why.push((
+                    "sandbox",
+                    format!("the probe command failed ({other:?}); every layer is off"),
+                ));
+                return Layers::default();
+            }
+        }
+    }
+    why.push((
+        "sandbox",
+        "the layers did not settle after 12 probes; every layer is off".into(),
+    ));
+    Layers::default()
+}
+
+fn drop_namespaces(l: &mut Layers) {
+    l.user_ns = false;
+    l.pid_ns = false;
+    l.mount_ns = false;
+    l.proc = false;
+    l.net_ns = false;
+}
+
+fn reason(why: &[(&'static str, String)], names: &[&str]) -> String {
+    let found: Vec<&str> = why
+        .iter()
+        .filter(|(n, _)| names.contains(n))
+        .map(|(_, w)| w.as_str())
+        .collect();
+    if found.is_empty() {
+        "not available on this kernel".into()
+    } else {
+        found.join("; ")
+    }
+}
+
+fn item(
+    name: &str,
+    active: bool,
+    detail: String,
+    why: &[(&'static str, String)],
+    keys: &[&str],
+) -> ReportItem {
+    ReportItem {
+        name: name.into(),
+        state: if active { "active" } else { "unavailable" },
+        detail: if active { detail } else { reason(why, keys) },
+    }
+}
+
+/// The per-layer report.
+pub(super) fn report(
+    req: &Request<'_>,
+    l: &Layers,
+    why: &[(&'static str, String)],
+    writable: &[PathBuf],
+    hidden: &[(std::ffi::CString, bool)],
+) -> Vec<ReportItem> {
+    let mut out = Vec::new();
+    if let Some((_, w)) = why.iter().find(|(n, _)| *n == "sandbox") {
+        out.push(ReportItem {
+            name: "sandbox".into(),
+            state: "unavailable",
+            detail: w.clone(),
+        });
+    }
+    if req.mode == super::Mode::Off {
+        return out;
+    }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        out.push(item(
+            "user namespace",
+            l.user_ns,
+            "the command runs in its own user namespace (same uid), which lets it have the others".into(),
+            why,
+            &["user_ns"],
+        ));
+    }
+    let writes = match req.mode {
+        super::Mode::ReadOnly => {
+            "writes only in a private temp folder (TMPDIR) and to /dev/null-like devices".into()
+        }
+        _ => format!(
+            "writes only under the working folder, {} writable_paths and a private temp folder (TMPDIR); \
+             reads everywhere; signals and abstract sockets stay inside the command",
+            writable.len()
+        ),
+    };
+    out.push(item(
+        "filesystem (landlock)",
+        l.landlock,
+        writes,
+        why,
+        &["landlock"],
+    ));
+    let names: Vec<String> = hidden
+        .iter()
+        .map(|(p, _)| {
+            Path::new(std::ffi::OsStr::from_bytes(p.as_bytes()))
+                .display()
+                .to_string()
+        })
+        .collect();
+    out.push(item(
+        "hidden paths (mount namespace)",
+        l.mount_ns,
+        if names.is_empty() {
+            "private mount table; no hidden path exists here".into()
+        } else {
+            format!("seen empty: {}", names.join(", "))
+        },
+        why,
+        &["mount_ns", "user_ns"],
+    ));
+    out.push(item(
+        "processes (PID namespace)",
+        l.pid_ns && l.proc,
+        "own PID namespace and /proc: the host and the reaper are out of sight and reach; all die with the call"
+            .into(),
+        why,
+        &["pid_ns", "proc", "mount_ns", "user_ns"],
+    ));
+    if req.network {
+        out.push(ReportItem {
+            name: "network".into(),
+            state: "off",
+            detail: "network = true: the host's network is reachable".into(),
+        });
+    } else if l.net_ns {
+        out.push(item(
+            "network off (network namespace)",
+            true,
+            "no interface but a loopback that is down".into(),
+            why,
+            &[],
+        ));
+    } else {
+        out.push(item(
+            "network off (seccomp)",
+            l.seccomp_net,
+            "no network namespace here; socket(AF_INET, AF_INET6, AF_PACKET) is refused".into(),
+            why,
+            &["net_ns", "seccomp"],
+        ));
+    }
+    out.push(item(
+        "no_new_privs",
+        l.no_new_privs,
+        "setuid binaries and file capabilities grant nothing".into(),
+        why,
+        &["no_new_privs"],
+    ));
+    out.push(item(
+        "syscall filter (seccomp)",
+        l.seccomp,
+        "ptrace, process_vm_*, pidfd_getfd, mount and the new mount API, unshare, setns, bpf, keyctl, perf_event_open, \
+         userfaultfd, modules, kexec, swap, reboot are refused (EPERM)"
+            .into(),
+        why,
+        &["seccomp", "no_new_privs"],
+    ));
+    match req.processes {
+        Some(max) => out.push(item(
+            "process limit (pids cgroup)",
+            l.cgroup,
+            format!("at most {max} processes per command, root included"),
+            why,
+            &["cgroup"],
+        )),
+        None => out.push(ReportItem {
+            name: "process limit (pids cgroup)".into(),
+            state: "off",
+            detail: "rlimits.processes is not set".into(),
+        }),
+    }
+    out
+}
