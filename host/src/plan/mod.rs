@@ -5,6 +5,8 @@
 //! relative paths resolve against the plan file's folder.
 
 mod env_expand;
+#[cfg(test)]
+mod props;
 mod schema;
 
 use std::path::{Path, PathBuf};
