@@ -5,6 +5,7 @@
 mod bash;
 mod filesystem;
 mod host;
+mod html;
 mod mcp;
 mod pipeline;
 mod report;
@@ -34,12 +35,13 @@ fn main() -> anyhow::Result<()> {
         rows: Vec::new(),
         quick,
     };
-    let areas: [(&str, Area); 6] = [
+    let areas: [(&str, Area); 7] = [
         ("host", host::run),
         ("pipeline", pipeline::run),
         ("filesystem", filesystem::run),
         ("bash", bash::run),
         ("web", web::run),
+        ("html", html::run),
         ("mcp", mcp::run),
     ];
     for (name, run) in areas {

@@ -67,7 +67,8 @@ pub fn to_markdown<E>(
     })
 }
 
-fn markdown_of(html: &str) -> String {
+/// htmd with the skipped elements, tidied (no nesting bound: callers flatten).
+pub(crate) fn markdown_of(html: &str) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(SKIPPED.to_vec())
         .build();

@@ -4,6 +4,8 @@ pub mod charset;
 pub mod flatten;
 pub mod html;
 pub mod kind;
+#[cfg(test)]
+mod props;
 
 use kind::Kind;
 
