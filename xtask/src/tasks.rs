@@ -32,9 +32,17 @@ fn cargo() -> Command {
 }
 
 /// Builds every crate (so the cdylibs exist), then runs the tests.
+/// `--long` sets TOOLHOST_LONG_TESTS=1: property tests run many more cases.
 pub fn test(extra: &[String]) -> anyhow::Result<()> {
+    let long = extra.iter().any(|a| a == "--long");
+    let extra: Vec<&String> = extra.iter().filter(|a| *a != "--long").collect();
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
-    run(cargo().args(["test", "--workspace"]).args(extra))?;
+    let mut tests = cargo();
+    tests.args(["test", "--workspace"]).args(extra);
+    if long {
+        tests.env("TOOLHOST_LONG_TESTS", "1");
+    }
+    run(&mut tests)?;
     let mcp_tests = root().join("tests/mcp");
     if mcp_tests.is_dir() {
         let python = root().join(".venv/bin/python");
