@@ -9,6 +9,7 @@ mod html;
 mod mcp;
 mod pipeline;
 mod report;
+mod soak;
 mod web;
 
 use std::path::PathBuf;
@@ -35,7 +36,7 @@ fn main() -> anyhow::Result<()> {
         rows: Vec::new(),
         quick,
     };
-    let areas: [(&str, Area); 7] = [
+    let areas: [(&str, Area); 8] = [
         ("host", host::run),
         ("pipeline", pipeline::run),
         ("filesystem", filesystem::run),
@@ -43,6 +44,7 @@ fn main() -> anyhow::Result<()> {
         ("web", web::run),
         ("html", html::run),
         ("mcp", mcp::run),
+        ("soak", soak::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {
