@@ -11,10 +11,12 @@ mod bash_policy;
 mod filesystem;
 mod host;
 mod isolation;
+mod html;
 mod mcp;
 mod mcp_http;
 mod pipeline;
 mod report;
+mod soak;
 mod web;
 
 use std::path::PathBuf;
@@ -48,8 +50,10 @@ fn main() -> anyhow::Result<()> {
         ("bash", bash::run),
         ("bash-policy", bash_policy::run),
         ("web", web::run),
+        ("html", html::run),
         ("mcp", mcp::run),
         ("isolation", isolation::run),
+        ("soak", soak::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

@@ -133,7 +133,7 @@ fn per_call(b: &mut Bench, server: &mut Server, tool: &str, input: &Value) -> an
 }
 
 /// A `toolhost serve` process and a line-based JSON-RPC client to it.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -143,7 +143,7 @@ struct Server {
 
 impl Server {
     /// Spawns the server and completes the MCP handshake.
-    fn start(bin: &Path, plan: &Path, cwd: &Path) -> anyhow::Result<Server> {
+    pub(crate) fn start(bin: &Path, plan: &Path, cwd: &Path) -> anyhow::Result<Server> {
         let mut child = Command::new(bin)
             .arg("--plan")
             .arg(plan)
@@ -187,7 +187,7 @@ impl Server {
     }
 
     /// Sends a request and returns its response (skipping notifications).
-    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
@@ -205,7 +205,7 @@ impl Server {
     }
 
     /// VmRSS in KiB.
-    fn rss_kib(&self) -> anyhow::Result<u64> {
+    pub(crate) fn rss_kib(&self) -> anyhow::Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
         status
             .lines()
@@ -216,7 +216,7 @@ impl Server {
     }
 
     /// Closes stdin (the client leaves) and reaps the process.
-    fn stop(self) {
+    pub(crate) fn stop(self) {
         let Server { mut child, stdin, .. } = self;
         drop(stdin);
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -64,11 +64,29 @@ pub struct AuditRecord<'a> {
 
 impl AuditLog {
     /// Opens (creating it and its folder) the log for appending.
+    ///
+    /// A process killed inside a write (`kill -9`, power loss) can leave the
+    /// log ending in a torn record with no newline. That fragment is kept
+    /// (an audit log is never rewritten) but closed with a newline, so it
+    /// stays one line that is not JSON and every later record is a whole
+    /// line of its own; a warning says so. Readers skip lines that do not
+    /// parse: only the last line before a restart can be one.
     pub fn open(path: &Path, raw_inputs: bool) -> std::io::Result<AuditLog> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)?;
+        if ends_torn(&file)? {
+            tracing::warn!(
+                log = %path.display(),
+                "the audit log ended in a torn record (a process was killed while writing it); it is closed with a newline and later records start on their own line"
+            );
+            file.write_all(b"\n")?;
+        }
         Ok(AuditLog {
             file: Mutex::new(file),
             raw_inputs,
@@ -96,6 +114,18 @@ impl AuditLog {
             tracing::error!("cannot write the audit log: {e}");
         }
     }
+}
+
+/// Whether a non-empty file's last byte is not a newline.
+fn ends_torn(file: &File) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    let mut last = [0u8; 1];
+    file.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] != b'\n')
 }
 
 /// Hex SHA-256 of a value's JSON text, and that text's length.

@@ -6,6 +6,11 @@
 //! input (which is validated again); a post-hook may withhold or rewrite the
 //! output. A hook that fails, hangs past its timeout or answers garbage is
 //! killed (its whole process group) and its `on_failure` policy applies.
+//!
+//! Stdout and stderr are read while the hook runs (stderr's tail goes into
+//! the error message), and the hook is finished when its process exits:
+//! anything it left running in its process group is killed then, so a
+//! background job holding stdout neither stalls the call nor survives it.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -14,15 +19,20 @@ use std::time::Duration;
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use toolhost_core::wire::codes;
 use toolhost_core::{Status, ToolResult};
 
 use crate::plan::{HookEntry, HookEvent, HookFailure, Plan};
 use crate::tool::MountedTool;
 
-/// A hook's stdout is read up to this size.
+/// A hook's stdout is read up to this size (the rest is drained and the
+/// answer refused).
 const MAX_ANSWER_BYTES: u64 = 1024 * 1024;
+
+/// How much of the end of a hook's stderr is kept for the error message.
+/// All of it is read, so a chatty hook never blocks on a full pipe.
+const STDERR_TAIL_BYTES: usize = 2048;
 
 /// The plan's hooks, compiled.
 pub struct Hooks {
@@ -160,43 +170,56 @@ impl Hooks {
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         let pgid = child.id();
-        let mut stdin = child.stdin.take();
-        let mut stdout = child.stdout.take();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
         let payload = event.to_string();
-        let work = async {
-            if let Some(stdin) = stdin.as_mut() {
+        let feed = async move {
+            if let Some(mut stdin) = stdin {
                 // A hook that ignores stdin may close it early; that is fine.
                 let _ = stdin.write_all(payload.as_bytes()).await;
                 let _ = stdin.shutdown().await;
             }
-            drop(stdin.take());
-            let mut out = Vec::new();
-            if let Some(stdout) = stdout.as_mut() {
-                stdout
-                    .take(MAX_ANSWER_BYTES)
-                    .read_to_end(&mut out)
-                    .await
-                    .map_err(|e| format!("cannot read its answer: {e}"))?;
-            }
-            let status = child
-                .wait()
-                .await
-                .map_err(|e| format!("cannot wait for it: {e}"))?;
-            Ok::<_, String>((status, out))
+        };
+        // The hook is done when it exits. Whatever it left behind in its
+        // process group (a background job still holding stdout) is killed
+        // then, which also ends the reads below.
+        let exited = async {
+            let status = child.wait().await;
+            kill_group(pgid);
+            status.map_err(|e| format!("cannot wait for it: {e}"))
+        };
+        let work = async {
+            let ((), status, out, err) = tokio::join!(
+                feed,
+                exited,
+                read_capped(stdout, MAX_ANSWER_BYTES),
+                read_tail(stderr, STDERR_TAIL_BYTES)
+            );
+            Ok::<_, String>((status?, out, err))
         };
         let outcome = tokio::time::timeout(Duration::from_millis(hook.timeout_ms), work).await;
-        let (status, out) = match outcome {
+        let (status, (out, too_long), err) = match outcome {
             Ok(result) => result?,
             Err(_) => {
-                if let Some(pgid) = pgid {
-                    // SAFETY: killpg on the group we created for this hook.
-                    unsafe { libc::killpg(pgid as i32, libc::SIGKILL) };
-                }
+                kill_group(pgid);
                 return Err(format!("timed out after {} ms", hook.timeout_ms));
             }
         };
+        let err = String::from_utf8_lossy(&err);
+        let err = err.trim();
+        let stderr_note = if err.is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr ended with: {err}")
+        };
         if !status.success() {
-            return Err(format!("exited with {status}"));
+            return Err(format!("exited with {status}{stderr_note}"));
+        }
+        if too_long {
+            return Err(format!(
+                "answered more than {MAX_ANSWER_BYTES} bytes on stdout{stderr_note}"
+            ));
         }
         let text = String::from_utf8_lossy(&out);
         if text.trim().is_empty() {
@@ -209,6 +232,58 @@ impl Hooks {
         }
         serde_json::from_str(text.trim())
             .map_err(|e| format!("answered something that is not a hook answer: {e}"))
+    }
+}
+
+/// Kills a hook's process group (SIGKILL), ignoring a group already gone.
+fn kill_group(pgid: Option<u32>) {
+    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: killpg only sends a signal; the group is the one the hook
+        // was started in (`process_group(0)` made its pid the group id).
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    }
+}
+
+/// Reads `pipe` to its end, keeping the first `cap` bytes; returns them and
+/// whether more came (drained, so the writer never blocks on a full pipe).
+async fn read_capped<R: AsyncRead + Unpin>(pipe: Option<R>, cap: u64) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut over = false;
+    let Some(mut pipe) = pipe else {
+        return (kept, over);
+    };
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return (kept, over),
+            Ok(n) => {
+                let room = usize::try_from(cap)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+                over |= n > room;
+            }
+        }
+    }
+}
+
+/// Reads `pipe` to its end, keeping only its last `tail` bytes.
+async fn read_tail<R: AsyncRead + Unpin>(pipe: Option<R>, tail: usize) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let Some(mut pipe) = pipe else {
+        return kept;
+    };
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                kept.extend_from_slice(&buf[..n]);
+                if kept.len() > tail {
+                    kept.drain(..kept.len() - tail);
+                }
+            }
+        }
     }
 }
 

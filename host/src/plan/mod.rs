@@ -7,6 +7,8 @@
 mod discover;
 mod env_expand;
 mod ready;
+#[cfg(test)]
+mod props;
 mod schema;
 
 use std::path::{Path, PathBuf};

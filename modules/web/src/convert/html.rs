@@ -14,42 +14,61 @@ pub struct Converted {
     pub extracted: bool,
 }
 
+use super::flatten::flatten;
+
 /// Elements that never carry readable content.
 const SKIPPED: &[&str] = &[
     "script", "style", "noscript", "template", "head", "svg", "canvas", "iframe", "object",
 ];
 
 /// Converts `html` fetched from `url` (used to absolutize links).
-pub fn to_markdown(html: &str, url: &str, extract: bool) -> Converted {
+///
+/// The page's nesting is bounded first ([`flatten`]), so every later step
+/// is linear in the page and shallow in the stack. `check` is called
+/// between chunks of that pass and between the steps; its error (the call's
+/// deadline or cancellation) ends the conversion.
+pub fn to_markdown<E>(
+    html: &str,
+    url: &str,
+    extract: bool,
+    mut check: impl FnMut() -> Result<(), E>,
+) -> Result<Converted, E> {
+    let html = flatten(html, &mut check)?;
+    let html = html.as_str();
     let mut title = None;
     if extract {
+        check()?;
         let config = dom_smoothie::Config {
             max_elements_to_parse: 50_000,
             ..Default::default()
         };
         if let Ok(mut readability) = dom_smoothie::Readability::new(html, Some(url), Some(config)) {
             title = clean_title(&readability.get_article_title());
+            check()?;
             if let Ok(article) = readability.parse() {
                 title = clean_title(&article.title).or(title);
+                check()?;
                 let markdown = markdown_of(&article.content);
                 if !markdown.trim().is_empty() {
-                    return Converted {
+                    return Ok(Converted {
                         title,
                         markdown,
                         extracted: true,
-                    };
+                    });
                 }
             }
         }
     }
-    Converted {
+    check()?;
+    Ok(Converted {
         title: title.or_else(|| title_tag(html)),
         markdown: markdown_of(html),
         extracted: false,
-    }
+    })
 }
 
-fn markdown_of(html: &str) -> String {
+/// htmd with the skipped elements, tidied (no nesting bound: callers flatten).
+pub(crate) fn markdown_of(html: &str) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(SKIPPED.to_vec())
         .build();
@@ -95,6 +114,10 @@ fn title_tag(html: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn to_markdown(html: &str, url: &str, extract: bool) -> Converted {
+        super::to_markdown(html, url, extract, || Ok::<(), ()>(())).unwrap()
+    }
 
     const PAGE: &str = r#"<!doctype html><html><head><title>The Rust Book &amp; More</title>
         <style>body{color:red}</style><script>var secret = "do not show";</script></head>
@@ -149,6 +172,35 @@ mod tests {
         assert!(c.markdown.contains("# Ownership"), "{}", c.markdown);
         assert!(c.markdown.contains("Copyright nobody"), "{}", c.markdown);
         assert!(!c.markdown.contains("do not show"), "{}", c.markdown);
+    }
+
+    /// A page of `n` nested `tag`s around a sentence, with words between.
+    fn nested(tag: &str, n: usize) -> String {
+        format!(
+            "<html><head><title>Deep</title></head><body>{}the innermost sentence{}</body></html>",
+            format!("<{tag}>w ").repeat(n),
+            format!("</{tag}>").repeat(n)
+        )
+    }
+
+    #[test]
+    fn deep_inline_nesting_converts_without_overflowing() {
+        // 2,000 nested inline tags (14 KB) overflowed the stack; 100,000 now.
+        for n in [2_000, 100_000] {
+            for extract in [true, false] {
+                let c = to_markdown(&nested("span", n), "https://example.com/", extract);
+                assert!(c.markdown.contains("the innermost sentence"), "{n} {extract}");
+            }
+        }
+    }
+
+    #[test]
+    fn deep_block_nesting_converts_without_overflowing() {
+        for extract in [true, false] {
+            let c = to_markdown(&nested("div", 100_000), "https://example.com/", extract);
+            assert!(c.markdown.contains("the innermost sentence"), "{extract}");
+            assert_eq!(c.title.as_deref(), Some("Deep"));
+        }
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Turning a response body into text: kind, charset, HTML to Markdown.
 
 pub mod charset;
+pub mod flatten;
 pub mod html;
 pub mod kind;
+#[cfg(test)]
+mod props;
 
 use kind::Kind;
 
@@ -19,12 +22,20 @@ pub struct Text {
     pub format: &'static str,
 }
 
-/// Converts a text body (`kind` is Html or Text).
-pub fn to_text(bytes: &[u8], kind: Kind, header_charset: Option<&str>, url: &str, extract: bool) -> Text {
+/// Converts a text body (`kind` is Html or Text). `check` is called while
+/// HTML converts; its error (deadline, cancellation) stops the conversion.
+pub fn to_text<E>(
+    bytes: &[u8],
+    kind: Kind,
+    header_charset: Option<&str>,
+    url: &str,
+    extract: bool,
+    check: impl FnMut() -> Result<(), E>,
+) -> Result<Text, E> {
     let is_html = kind == Kind::Html;
     let (decoded, charset) = charset::decode(bytes, header_charset, is_html);
-    if is_html {
-        let converted = html::to_markdown(&decoded, url, extract);
+    Ok(if is_html {
+        let converted = html::to_markdown(&decoded, url, extract, check)?;
         Text {
             title: converted.title,
             content: converted.markdown,
@@ -38,5 +49,5 @@ pub fn to_text(bytes: &[u8], kind: Kind, header_charset: Option<&str>, url: &str
             charset,
             format: "text",
         }
-    }
+    })
 }

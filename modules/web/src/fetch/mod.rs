@@ -8,7 +8,7 @@ pub mod robots;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, TryLockError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use serde_json::json;
@@ -175,6 +175,7 @@ impl Fetcher {
     fn download(&self, ctx: &Context<'_>, url: &Url) -> Result<Arc<Document>, ToolError> {
         let client = self.client()?;
         let timeout = self.settings.timeout;
+        let started = Instant::now();
         let raw = self.runtime.run(
             ctx,
             timeout,
@@ -187,14 +188,27 @@ impl Fetcher {
             self.fetch_raw(&client, url.clone()),
         )?;
         ctx.check_cancelled()?;
-        let doc = Arc::new(self.convert(raw)?);
+        // Conversion runs under the same budget as the download: the call's
+        // deadline, cancellation, and timeout_secs counted from the start.
+        let check = || {
+            ctx.check_cancelled()?;
+            let out_of_time = ctx.remaining() == Some(Duration::ZERO) || started.elapsed() >= timeout;
+            if out_of_time {
+                return Err(ToolError::timeout(format!(
+                    "converting {url} to text took past the call's deadline (or timeout_secs, {:.1}s) and was stopped",
+                    timeout.as_secs_f64()
+                )));
+            }
+            Ok(())
+        };
+        let doc = Arc::new(self.convert(raw, check)?);
         if doc.status < 400 {
             self.cache.put(url.to_string(), doc.clone());
         }
         Ok(doc)
     }
 
-    fn convert(&self, raw: Raw) -> Result<Document, ToolError> {
+    fn convert(&self, raw: Raw, check: impl FnMut() -> Result<(), ToolError>) -> Result<Document, ToolError> {
         let cap = self.settings.max_response_bytes;
         let cut = raw.body.cut.as_ref().map(|cut| match cut {
             Cut::Decoded => format!(
@@ -212,7 +226,8 @@ impl Fetcher {
             raw.charset.as_deref(),
             &final_url,
             self.settings.extract_main_content,
-        );
+            check,
+        )?;
         Ok(Document {
             final_url,
             status: raw.status,

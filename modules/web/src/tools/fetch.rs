@@ -181,6 +181,25 @@ mod tests {
         port
     }
 
+    /// A loopback server that answers every connection with `body` as HTML.
+    fn page_server(body: Vec<u8>) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = std::io::Write::write_all(&mut stream, head.as_bytes());
+                let _ = std::io::Write::write_all(&mut stream, &body);
+            }
+        });
+        port
+    }
+
     fn tool() -> (WebFetch, Arc<Runtime>) {
         let config = Config {
             allow_private_networks: vec!["127.0.0.1/32".into()],
@@ -245,5 +264,31 @@ mod tests {
             Path::new("."),
         );
         assert_eq!(after.error.map(|e| e.code), Some("shut_down".to_string()));
+    }
+
+    #[test]
+    fn the_deadline_stops_a_long_conversion() {
+        // ~4.9 MB of nested blocks: it downloads in milliseconds on loopback,
+        // and converting it takes seconds in a debug build.
+        let n = 700_000;
+        let body = format!(
+            "<html><body>{}end{}</body></html>",
+            "<div>w ".repeat(n),
+            "</div>".repeat(n)
+        );
+        let port = page_server(body.into_bytes());
+        let (tool, runtime) = tool();
+        let ctx = TestContext::with_deadline(Duration::from_millis(1500));
+        let started = Instant::now();
+        let result = ctx.call(
+            &tool,
+            json!({"url": format!("http://127.0.0.1:{port}/deep")}),
+            Path::new("."),
+        );
+        let took = started.elapsed();
+        assert_eq!(result.status.as_str(), "timeout", "{}", result.message());
+        assert!(result.message().contains("converting"), "{}", result.message());
+        assert!(took < Duration::from_secs(4), "stopped only after {took:?}");
+        runtime.shutdown();
     }
 }
