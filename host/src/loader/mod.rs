@@ -190,7 +190,10 @@ pub(crate) fn envelope(entry: &ModuleEntry, plan: &Plan, module_name: &str) -> R
         HostInfo::new(
             plan.working_dir.to_string_lossy(),
             env!("CARGO_PKG_VERSION"),
-            plan.state_dir().join("modules").join(module_name).to_string_lossy(),
+            plan.state_dir()
+                .join("modules")
+                .join(module_name)
+                .to_string_lossy(),
         ),
     );
     serde_json::to_string(&envelope).map_err(|e| ModuleError::Mount {

@@ -6,9 +6,9 @@
 
 mod discover;
 mod env_expand;
-mod ready;
 #[cfg(test)]
 mod props;
+mod ready;
 mod schema;
 
 use std::path::{Path, PathBuf};
