@@ -307,6 +307,8 @@ fn toolhost_mounted_into_toolhost_over_streamable_http() {
         .args(["--plan"])
         .arg(&inner)
         .args(["serve", "--http", "127.0.0.1:0"])
+        // HTTP needs a token on every interface; the outer host sends it.
+        .env("TOOLHOST_TOKEN", "inner-secret-token")
         .current_dir(env.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -327,7 +329,9 @@ fn toolhost_mounted_into_toolhost_over_streamable_http() {
     };
     std::thread::spawn(move || for _ in lines {});
 
-    env.set_plan(&outer_plan(&format!("url = \"{url}\"")));
+    env.set_plan(&outer_plan(&format!(
+        "url = \"{url}\"\nheaders = {{ Authorization = \"Bearer inner-secret-token\" }}"
+    )));
     let echoed = env.call("in__echo", json!({"message": "over http"}));
     assert_eq!(echoed.assert_success()["message"], json!("over http"));
     let denied = env.call("in__write_key", json!({"key": "k"}));
