@@ -191,10 +191,14 @@ fn cleanup_check(outcome: Result<(), String>) -> CheckResult {
 }
 
 /// Mounts the library in the real host through a one-entry plan.
+///
+/// In-process: the host runs here as a library inside xtask, which has no
+/// `__worker` subcommand to re-execute (a `path` entry defaults to process
+/// isolation in the `toolhost` binary); the worker path has its own tests.
 fn host_check(library: &Path, config: &Value, work_dir: &Path) -> CheckResult {
     let plan_file = work_dir.join("validate-plan.toml");
     let text = format!(
-        "[host]\nworking_dir = {}\n\n[[tools]]\npath = {}\n",
+        "[host]\nworking_dir = {}\n\n[[tools]]\npath = {}\nisolation = \"in-process\"\n",
         toml::Value::String(work_dir.to_string_lossy().into_owned()),
         toml::Value::String(library.to_string_lossy().into_owned()),
     );
