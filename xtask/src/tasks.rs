@@ -75,8 +75,8 @@ pub fn test(extra: &[String]) -> anyhow::Result<()> {
         run(Command::new("node")
             .args(["--test", "tests/node/"])
             .current_dir(root())
-            .env("TOOLHOST_BIN", root().join("target/debug/toolhost"))
-            .env("TOOLHOST_MODULE_PATH", root().join("target/debug")))?;
+            .env("TOOLHOST_BIN", target_dir().join("debug/toolhost"))
+            .env("TOOLHOST_MODULE_PATH", target_dir().join("debug")))?;
     }
     Ok(())
 }
