@@ -446,3 +446,60 @@ fn bad_sandbox_keys_fail_the_mount_with_a_message() {
         assert!(text.contains(want), "[{config}] unclear: {text}");
     }
 }
+
+#[test]
+fn a_short_command_is_not_held_open_by_a_concurrent_jobs_reaper() {
+    // Without a Landlock ruleset or a cgroup, the reaper's fd slots 5 and 6
+    // are unused: whatever the host had there at fork time (another call's
+    // output pipe) must not stay open in it, or that call waits for EOF
+    // until this job ends (here: until the drain bound, with a note).
+    for config in ["sandbox = \"off\"", ""] {
+        // A first host takes this process's lowest free fds (5 and 6
+        // among them, in a test run alone); once it is gone, the calls'
+        // pipes land there.
+        let first = in_process(config);
+        let (host, pipeline, runtime, _dir) = in_process(config);
+        first.0.shutdown();
+        drop(first);
+        let call = |name: &str, input: Value| {
+            let r = runtime.block_on(pipeline.call(Call {
+                name: name.into(),
+                input,
+                ..Call::default()
+            }));
+            serde_json::to_value(r).expect("json")
+        };
+        for round in 0..40 {
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            std::thread::scope(|s| {
+                let job = s.spawn(|| {
+                    call(
+                        "bash",
+                        json!({"command": "sleep 1000", "run_in_background": true}),
+                    )
+                });
+                s.spawn(|| {
+                    let r = call("bash", json!({"command": "echo short"}));
+                    let _ = done_tx.send(r);
+                });
+                let id = job.join().expect("job call")["output"]["id"]
+                    .as_str()
+                    .expect("job id")
+                    .to_string();
+                // Far longer than a fork and an echo take on any machine;
+                // the bug holds the call until the job ends (never, here).
+                let short = done_rx.recv_timeout(Duration::from_secs(20));
+                call("bash_kill", json!({ "id": id }));
+                let short = short.unwrap_or_else(|_| {
+                    panic!("[{config}] round {round}: the short command hung on another call's reaper")
+                });
+                assert_eq!(stdout(&short).trim(), "short", "[{config}] {short}");
+                assert!(
+                    !short.to_string().contains("held open"),
+                    "[{config}] round {round}: another call's reaper held the output pipe open: {short}"
+                );
+            });
+        }
+        host.shutdown();
+    }
+}
