@@ -503,3 +503,25 @@ fn a_short_command_is_not_held_open_by_a_concurrent_jobs_reaper() {
         host.shutdown();
     }
 }
+
+#[test]
+fn root_cannot_make_device_nodes_in_the_working_folder() {
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test checks the root case: run the suite as root (CI does)"
+    );
+    let w = World::new("");
+    let r = w.bash(
+        "mknod ./blk b 1 3 && echo made-block; mknod ./chr c 1 3 && echo made-char; \
+         python3 -c 'import os, stat; os.mknod(\"py-chr\", stat.S_IFCHR | 0o600, os.makedev(1, 3)); print(\"py-made\")'; \
+         mkfifo ./fifo && echo fifo-ok; exit 0",
+    );
+    assert!(!stdout(&r).contains("made"), "a device node was made: {r}");
+    for name in ["blk", "chr", "py-chr"] {
+        assert!(!w.env.path().join(name).exists(), "{name} exists: {r}");
+    }
+    // Other node kinds stay allowed: the wall is on devices only.
+    assert!(stdout(&r).contains("fifo-ok"), "{r}");
+}
