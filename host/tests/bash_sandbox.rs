@@ -525,3 +525,29 @@ fn root_cannot_make_device_nodes_in_the_working_folder() {
     // Other node kinds stay allowed: the wall is on devices only.
     assert!(stdout(&r).contains("fifo-ok"), "{r}");
 }
+
+#[test]
+fn the_hosts_state_folder_is_hidden_from_commands() {
+    let w = World::new("");
+    // The plan's state folder, beside the plan (inside the working folder
+    // here, so workspace-write would otherwise reach it too).
+    let state = w.env.path().join(".toolhost");
+    std::fs::create_dir_all(&state).expect("state dir");
+    std::fs::write(state.join("http-4242.token"), SECRET).expect("token");
+    let r = w.bash(
+        "cat .toolhost/http-4242.token; ls -A .toolhost; echo listed; \
+         python3 -c 'print(open(\".toolhost/http-4242.token\").read())'; \
+         echo x > .toolhost/planted; echo t > \"$TMPDIR/t\" && echo tmp-ok; exit 0",
+    );
+    let text = format!("{}{}", stdout(&r), stderr(&r));
+    assert!(!text.contains(SECRET), "the host's token leaked: {r}");
+    assert!(stdout(&r).contains("listed"), "{r}");
+    assert!(
+        !state.join("planted").exists(),
+        "the state folder was written: {r}"
+    );
+    assert!(
+        stdout(&r).contains("tmp-ok"),
+        "the private temp folder must stay writable: {r}"
+    );
+}
