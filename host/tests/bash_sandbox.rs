@@ -551,3 +551,55 @@ fn the_hosts_state_folder_is_hidden_from_commands() {
         "the private temp folder must stay writable: {r}"
     );
 }
+
+/// A UNIX socket listening at `path` that counts the connections it accepts.
+fn unix_listener(path: &Path) -> Arc<AtomicU64> {
+    let l = std::os::unix::net::UnixListener::bind(path).expect("bind unix socket");
+    let count = Arc::new(AtomicU64::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            drop(s);
+        }
+    });
+    count
+}
+
+#[test]
+fn hidden_socket_files_cannot_be_connected_to() {
+    // Landlock (ABI <= 6) does not restrict connect() to a socket file:
+    // hiding is what keeps a bus or a daemon socket out of reach.
+    let w = World::new("");
+    let folder = tempfile::tempdir().expect("socket folder");
+    let in_folder = folder.path().join("bus");
+    let alone_dir = tempfile::tempdir().expect("socket file folder");
+    let alone = alone_dir.path().join("docker.sock");
+    let count = unix_listener(&in_folder);
+    let count_alone = unix_listener(&alone);
+    let probe = format!(
+        "for s in {:?} {:?}; do python3 -c 'import socket, sys; c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); print(\"connected\", sys.argv[1])' $s; done; exit 0",
+        in_folder, alone
+    );
+    w.env.set_plan(&plan(&format!(
+        "hidden_paths = [{:?}, {:?}]",
+        folder.path(),
+        alone
+    )));
+    let r = w.bash(&probe);
+    assert!(!stdout(&r).contains("connected"), "{r}");
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        0,
+        "the hidden folder's socket was reached: {r}"
+    );
+    assert_eq!(
+        count_alone.load(Ordering::SeqCst),
+        0,
+        "the hidden socket file was reached: {r}"
+    );
+    // Not hidden, the same command reaches both: the probe is real.
+    w.env.set_plan(&plan("hidden_paths = []"));
+    let r = w.bash(&probe);
+    assert_eq!(stdout(&r).matches("connected").count(), 2, "{r}");
+}
