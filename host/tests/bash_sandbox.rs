@@ -603,3 +603,37 @@ fn hidden_socket_files_cannot_be_connected_to() {
     let r = w.bash(&probe);
     assert_eq!(stdout(&r).matches("connected").count(), 2, "{r}");
 }
+
+#[test]
+fn one_hidden_path_that_cannot_be_covered_is_skipped_not_the_whole_layer() {
+    // `/proc/self/…` resolves at mount to the host's pid, which the
+    // command's own /proc does not have: covering it fails.
+    let w = World::new("");
+    let secret = tempfile::tempdir().expect("secret folder");
+    std::fs::write(secret.path().join("key"), SECRET).expect("key");
+    w.env.set_plan(&plan(&format!(
+        "hidden_paths = [\"/proc/self/fdinfo\", {:?}]",
+        secret.path()
+    )));
+    let out = w.env.run(&["check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("hidden paths (mount namespace)"))
+        .unwrap_or_else(|| panic!("no hidden paths line:\n{text}"));
+    assert!(line.contains("active"), "the layer was dropped:\n{text}");
+    assert!(
+        line.contains("NOT hidden"),
+        "the skipped path is not reported:\n{text}"
+    );
+    let r = w.bash(&format!(
+        "cat {:?}/key; ls -A {:?}; exit 0",
+        secret.path().join(""),
+        secret.path()
+    ));
+    assert!(
+        !format!("{r}").contains(SECRET),
+        "the other hidden path leaked: {r}"
+    );
+}

@@ -97,6 +97,9 @@ fn report_sandbox(coordinator: &Coordinator, module: &Module) -> Result<(), Moun
         REPORT_EVENT,
         &serde_json::json!({ "title": "shell sandbox", "items": report }),
     );
+    for item in report.iter().filter(|r| r.detail.contains("NOT hidden")) {
+        coordinator.log(Level::Warn, format!("bash: {}: {}", item.name, item.detail));
+    }
     let missing = module.sandbox.unavailable();
     if missing.is_empty() {
         let active: Vec<&str> = report
