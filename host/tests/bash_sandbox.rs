@@ -550,6 +550,22 @@ fn the_hosts_state_folder_is_hidden_from_commands() {
         stdout(&r).contains("tmp-ok"),
         "the private temp folder must stay writable: {r}"
     );
+    // Spill files are not in the hidden folder: a command can read one.
+    let (_host, pipeline, runtime, _dir) = in_process("max_output_bytes = 1000");
+    let call = |command: &str| {
+        let r = runtime.block_on(pipeline.call(Call {
+            name: "bash".into(),
+            input: json!({ "command": command }),
+            ..Call::default()
+        }));
+        serde_json::to_value(r).expect("json")
+    };
+    let r = call("seq 1 5000");
+    let file = r["output"]["stdout_file"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no spill file: {r}"));
+    let r = call(&format!("tail -n 1 {file:?}"));
+    assert_eq!(stdout(&r).trim(), "5000", "the spill file is out of reach: {r}");
 }
 
 /// A UNIX socket listening at `path` that counts the connections it accepts.

@@ -80,8 +80,11 @@ impl Module {
             shell: &config.shell,
             host_state_dir: host_state_dir.as_deref(),
         })?;
-        let spill_dir = state_dir
-            .map(|d| d.join("spill"))
+        let spill_dir = (config.sandbox != crate::sandbox::Mode::Off)
+            // The state folder is hidden from commands, and a spill file is
+            // meant to be read (grep, tail) by the next one.
+            .then(|| sandbox.tmp_root().join("spill"))
+            .or_else(|| state_dir.map(|d| d.join("spill")))
             .unwrap_or_else(|| std::env::temp_dir().join(format!("toolhost-bash-{}", std::process::id())));
         // Results name the file; make the name usable from anywhere.
         let spill_dir = std::path::absolute(&spill_dir).unwrap_or(spill_dir);
