@@ -653,3 +653,36 @@ fn one_hidden_path_that_cannot_be_covered_is_skipped_not_the_whole_layer() {
         "the other hidden path leaked: {r}"
     );
 }
+
+#[test]
+fn the_mounts_temp_root_is_gone_after_a_call_and_after_a_failed_mount() {
+    for (config, mounts) in [
+        ("max_output_bytes = 256", true),
+        ("writable_paths = [\"/no/such/folder/th\"]", false),
+    ] {
+        let w = World::new(config);
+        let tmp = tempfile::tempdir().expect("TMPDIR");
+        let out = w
+            .env
+            .command()
+            .env("TMPDIR", tmp.path())
+            .args([
+                "call",
+                "bash",
+                &json!({ "command": "seq 1 1000; ls \"$TMPDIR\" >&2" }).to_string(),
+            ])
+            .output()
+            .expect("run toolhost");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.contains("\"success\":true"), mounts, "[{config}] {text}");
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .expect("read TMPDIR")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "[{config}] left behind in TMPDIR: {left:?}: {text}"
+        );
+    }
+}

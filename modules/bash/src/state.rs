@@ -76,9 +76,13 @@ impl Module {
             hidden_paths: &config.hidden_paths,
             processes: config.rlimits.processes,
             working_dir,
-            tmp_root,
+            tmp_root: tmp_root.clone(),
             shell: &config.shell,
             host_state_dir: host_state_dir.as_deref(),
+        })
+        .inspect_err(|_| {
+            // Made for this mount (or empty): nothing else is in it yet.
+            let _ = std::fs::remove_dir(&tmp_root);
         })?;
         let spill_dir = (config.sandbox != crate::sandbox::Mode::Off)
             // The state folder is hidden from commands, and a spill file is
