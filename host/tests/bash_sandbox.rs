@@ -446,3 +446,243 @@ fn bad_sandbox_keys_fail_the_mount_with_a_message() {
         assert!(text.contains(want), "[{config}] unclear: {text}");
     }
 }
+
+#[test]
+fn a_short_command_is_not_held_open_by_a_concurrent_jobs_reaper() {
+    // Without a Landlock ruleset or a cgroup, the reaper's fd slots 5 and 6
+    // are unused: whatever the host had there at fork time (another call's
+    // output pipe) must not stay open in it, or that call waits for EOF
+    // until this job ends (here: until the drain bound, with a note).
+    for config in ["sandbox = \"off\"", ""] {
+        // A first host takes this process's lowest free fds (5 and 6
+        // among them, in a test run alone); once it is gone, the calls'
+        // pipes land there.
+        let first = in_process(config);
+        let (host, pipeline, runtime, _dir) = in_process(config);
+        first.0.shutdown();
+        drop(first);
+        let call = |name: &str, input: Value| {
+            let r = runtime.block_on(pipeline.call(Call {
+                name: name.into(),
+                input,
+                ..Call::default()
+            }));
+            serde_json::to_value(r).expect("json")
+        };
+        for round in 0..40 {
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            std::thread::scope(|s| {
+                let job = s.spawn(|| {
+                    call(
+                        "bash",
+                        json!({"command": "sleep 1000", "run_in_background": true}),
+                    )
+                });
+                s.spawn(|| {
+                    let r = call("bash", json!({"command": "echo short"}));
+                    let _ = done_tx.send(r);
+                });
+                let id = job.join().expect("job call")["output"]["id"]
+                    .as_str()
+                    .expect("job id")
+                    .to_string();
+                // Far longer than a fork and an echo take on any machine;
+                // the bug holds the call until the job ends (never, here).
+                let short = done_rx.recv_timeout(Duration::from_secs(20));
+                call("bash_kill", json!({ "id": id }));
+                let short = short.unwrap_or_else(|_| {
+                    panic!("[{config}] round {round}: the short command hung on another call's reaper")
+                });
+                assert_eq!(stdout(&short).trim(), "short", "[{config}] {short}");
+                assert!(
+                    !short.to_string().contains("held open"),
+                    "[{config}] round {round}: another call's reaper held the output pipe open: {short}"
+                );
+            });
+        }
+        host.shutdown();
+    }
+}
+
+#[test]
+fn root_cannot_make_device_nodes_in_the_working_folder() {
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test checks the root case: run the suite as root (CI does)"
+    );
+    let w = World::new("");
+    let r = w.bash(
+        "mknod ./blk b 1 3 && echo made-block; mknod ./chr c 1 3 && echo made-char; \
+         python3 -c 'import os, stat; os.mknod(\"py-chr\", stat.S_IFCHR | 0o600, os.makedev(1, 3)); print(\"py-made\")'; \
+         mkfifo ./fifo && echo fifo-ok; exit 0",
+    );
+    assert!(!stdout(&r).contains("made"), "a device node was made: {r}");
+    for name in ["blk", "chr", "py-chr"] {
+        assert!(!w.env.path().join(name).exists(), "{name} exists: {r}");
+    }
+    // Other node kinds stay allowed: the wall is on devices only.
+    assert!(stdout(&r).contains("fifo-ok"), "{r}");
+}
+
+#[test]
+fn the_hosts_state_folder_is_hidden_from_commands() {
+    let w = World::new("");
+    // The plan's state folder, beside the plan (inside the working folder
+    // here, so workspace-write would otherwise reach it too).
+    let state = w.env.path().join(".toolhost");
+    std::fs::create_dir_all(&state).expect("state dir");
+    std::fs::write(state.join("http-4242.token"), SECRET).expect("token");
+    let r = w.bash(
+        "cat .toolhost/http-4242.token; ls -A .toolhost; echo listed; \
+         python3 -c 'print(open(\".toolhost/http-4242.token\").read())'; \
+         echo x > .toolhost/planted; echo t > \"$TMPDIR/t\" && echo tmp-ok; exit 0",
+    );
+    let text = format!("{}{}", stdout(&r), stderr(&r));
+    assert!(!text.contains(SECRET), "the host's token leaked: {r}");
+    assert!(stdout(&r).contains("listed"), "{r}");
+    assert!(
+        !state.join("planted").exists(),
+        "the state folder was written: {r}"
+    );
+    assert!(
+        stdout(&r).contains("tmp-ok"),
+        "the private temp folder must stay writable: {r}"
+    );
+    // Spill files are not in the hidden folder: a command can read one.
+    let (_host, pipeline, runtime, _dir) = in_process("max_output_bytes = 1000");
+    let call = |command: &str| {
+        let r = runtime.block_on(pipeline.call(Call {
+            name: "bash".into(),
+            input: json!({ "command": command }),
+            ..Call::default()
+        }));
+        serde_json::to_value(r).expect("json")
+    };
+    let r = call("seq 1 5000");
+    let file = r["output"]["stdout_file"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no spill file: {r}"));
+    let r = call(&format!("tail -n 1 {file:?}"));
+    assert_eq!(stdout(&r).trim(), "5000", "the spill file is out of reach: {r}");
+}
+
+/// A UNIX socket listening at `path` that counts the connections it accepts.
+fn unix_listener(path: &Path) -> Arc<AtomicU64> {
+    let l = std::os::unix::net::UnixListener::bind(path).expect("bind unix socket");
+    let count = Arc::new(AtomicU64::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            drop(s);
+        }
+    });
+    count
+}
+
+#[test]
+fn hidden_socket_files_cannot_be_connected_to() {
+    // Landlock (ABI <= 6) does not restrict connect() to a socket file:
+    // hiding is what keeps a bus or a daemon socket out of reach.
+    let w = World::new("");
+    let folder = tempfile::tempdir().expect("socket folder");
+    let in_folder = folder.path().join("bus");
+    let alone_dir = tempfile::tempdir().expect("socket file folder");
+    let alone = alone_dir.path().join("docker.sock");
+    let count = unix_listener(&in_folder);
+    let count_alone = unix_listener(&alone);
+    let probe = format!(
+        "for s in {:?} {:?}; do python3 -c 'import socket, sys; c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); print(\"connected\", sys.argv[1])' $s; done; exit 0",
+        in_folder, alone
+    );
+    w.env.set_plan(&plan(&format!(
+        "hidden_paths = [{:?}, {:?}]",
+        folder.path(),
+        alone
+    )));
+    let r = w.bash(&probe);
+    assert!(!stdout(&r).contains("connected"), "{r}");
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        0,
+        "the hidden folder's socket was reached: {r}"
+    );
+    assert_eq!(
+        count_alone.load(Ordering::SeqCst),
+        0,
+        "the hidden socket file was reached: {r}"
+    );
+    // Not hidden, the same command reaches both: the probe is real.
+    w.env.set_plan(&plan("hidden_paths = []"));
+    let r = w.bash(&probe);
+    assert_eq!(stdout(&r).matches("connected").count(), 2, "{r}");
+}
+
+#[test]
+fn one_hidden_path_that_cannot_be_covered_is_skipped_not_the_whole_layer() {
+    // `/proc/self/…` resolves at mount to the host's pid, which the
+    // command's own /proc does not have: covering it fails.
+    let w = World::new("");
+    let secret = tempfile::tempdir().expect("secret folder");
+    std::fs::write(secret.path().join("key"), SECRET).expect("key");
+    w.env.set_plan(&plan(&format!(
+        "hidden_paths = [\"/proc/self/fdinfo\", {:?}]",
+        secret.path()
+    )));
+    let out = w.env.run(&["check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("hidden paths (mount namespace)"))
+        .unwrap_or_else(|| panic!("no hidden paths line:\n{text}"));
+    assert!(line.contains("active"), "the layer was dropped:\n{text}");
+    assert!(
+        line.contains("NOT hidden"),
+        "the skipped path is not reported:\n{text}"
+    );
+    let r = w.bash(&format!(
+        "cat {:?}/key; ls -A {:?}; exit 0",
+        secret.path().join(""),
+        secret.path()
+    ));
+    assert!(
+        !format!("{r}").contains(SECRET),
+        "the other hidden path leaked: {r}"
+    );
+}
+
+#[test]
+fn the_mounts_temp_root_is_gone_after_a_call_and_after_a_failed_mount() {
+    for (config, mounts) in [
+        ("max_output_bytes = 256", true),
+        ("writable_paths = [\"/no/such/folder/th\"]", false),
+    ] {
+        let w = World::new(config);
+        let tmp = tempfile::tempdir().expect("TMPDIR");
+        let out = w
+            .env
+            .command()
+            .env("TMPDIR", tmp.path())
+            .args([
+                "call",
+                "bash",
+                &json!({ "command": "seq 1 1000; ls \"$TMPDIR\" >&2" }).to_string(),
+            ])
+            .output()
+            .expect("run toolhost");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.contains("\"success\":true"), mounts, "[{config}] {text}");
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .expect("read TMPDIR")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "[{config}] left behind in TMPDIR: {left:?}: {text}"
+        );
+    }
+}

@@ -22,7 +22,9 @@ pub struct Config {
     pub drain_ms: u64,
     /// Output kept per result (stdout and stderr together): head and tail.
     pub max_output_bytes: usize,
-    /// Write the whole output to a file in the state folder when it is cut.
+    /// Write the whole output to a file when it is cut (in the state
+    /// folder, or with the sandbox on beside the private temp folders, where
+    /// commands can read it).
     pub spill_output: bool,
     /// Cap on a spill file, in bytes.
     pub spill_max_bytes: u64,

@@ -47,7 +47,11 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
     config.validate()?;
     let module =
         Module::new(config, coordinator.state_dir(), coordinator.working_dir()).map_err(MountError::new)?;
-    report_sandbox(coordinator, &module)?;
+    if let Err(e) = report_sandbox(coordinator, &module) {
+        // The mount fails: its (empty) temp root goes with it.
+        let _ = std::fs::remove_dir(module.sandbox.tmp_root());
+        return Err(e);
+    }
     let module = Arc::new(module);
     coordinator.register(Bash {
         module: module.clone(),
@@ -97,6 +101,9 @@ fn report_sandbox(coordinator: &Coordinator, module: &Module) -> Result<(), Moun
         REPORT_EVENT,
         &serde_json::json!({ "title": "shell sandbox", "items": report }),
     );
+    for item in report.iter().filter(|r| r.detail.contains("NOT hidden")) {
+        coordinator.log(Level::Warn, format!("bash: {}: {}", item.name, item.detail));
+    }
     let missing = module.sandbox.unavailable();
     if missing.is_empty() {
         let active: Vec<&str> = report

@@ -48,9 +48,26 @@ impl Module {
     /// `working_dir` the plan's. Probes the sandbox's layers (see
     /// [`Sandbox::new`]); the error is a configuration error.
     pub fn new(config: Config, state_dir: Option<&Path>, working_dir: &Path) -> Result<Module, String> {
-        let tmp_root = state_dir.map(|d| d.join("tmp")).unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("toolhost-bash-{}-tmp", std::process::id()))
-        });
+        // The module's state folder is `<host state>/modules/bash`; the
+        // host's is hidden from commands (HTTP token, other modules' state),
+        // so the private temp folders cannot live under it.
+        let host_state_dir = state_dir
+            .and_then(|d| d.parent())
+            .and_then(|d| d.parent())
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()));
+        if let (Some(d), true) = (state_dir, config.sandbox != crate::sandbox::Mode::Off) {
+            // Made now, so that it is hidden even when the host writes its
+            // state (the HTTP token) only after the mount.
+            let _ = std::fs::create_dir_all(d);
+        }
+        let tmp_root = if config.sandbox == crate::sandbox::Mode::Off {
+            // Unused: only the sandbox makes private temp folders.
+            state_dir.map(|d| d.join("tmp")).unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("toolhost-bash-{}-tmp", std::process::id()))
+            })
+        } else {
+            private_temp_root()?
+        };
         let tmp_root = std::path::absolute(&tmp_root).unwrap_or(tmp_root);
         let sandbox = Sandbox::new(&Request {
             mode: config.sandbox,
@@ -59,11 +76,19 @@ impl Module {
             hidden_paths: &config.hidden_paths,
             processes: config.rlimits.processes,
             working_dir,
-            tmp_root,
+            tmp_root: tmp_root.clone(),
             shell: &config.shell,
+            host_state_dir: host_state_dir.as_deref(),
+        })
+        .inspect_err(|_| {
+            // Made for this mount (or empty): nothing else is in it yet.
+            let _ = std::fs::remove_dir(&tmp_root);
         })?;
-        let spill_dir = state_dir
-            .map(|d| d.join("spill"))
+        let spill_dir = (config.sandbox != crate::sandbox::Mode::Off)
+            // The state folder is hidden from commands, and a spill file is
+            // meant to be read (grep, tail) by the next one.
+            .then(|| sandbox.tmp_root().join("spill"))
+            .or_else(|| state_dir.map(|d| d.join("spill")))
             .unwrap_or_else(|| std::env::temp_dir().join(format!("toolhost-bash-{}", std::process::id())));
         // Results name the file; make the name usable from anywhere.
         let spill_dir = std::path::absolute(&spill_dir).unwrap_or(spill_dir);
@@ -203,4 +228,27 @@ impl Module {
             let _ = std::fs::remove_file(f);
         }
     }
+}
+
+/// A fresh folder of this user's only (mode 0700, unguessable name) under
+/// the system temp folder, for the calls' private temp folders: `mkdtemp`,
+/// so that no other user can plant it or a symlink in its place.
+fn private_temp_root() -> Result<PathBuf, String> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let template = std::env::temp_dir().join("toolhost-bash-XXXXXX");
+    let mut bytes = std::ffi::CString::new(template.as_os_str().as_bytes())
+        .map_err(|_| "bash: the temp folder's path contains a NUL byte".to_string())?
+        .into_bytes_with_nul();
+    // SAFETY: `bytes` is a writable NUL-terminated template ending in
+    // XXXXXX, which mkdtemp rewrites in place.
+    let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+    if made.is_null() {
+        return Err(format!(
+            "bash: cannot create a private temp folder under {}: {}",
+            std::env::temp_dir().display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    bytes.pop();
+    Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
 }

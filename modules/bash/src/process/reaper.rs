@@ -274,6 +274,10 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
         }
         for (i, t) in tmp.iter().enumerate() {
             if *t < 0 {
+                // An unused slot (no Landlock ruleset, no cgroup): whatever
+                // the host had at this number (another command's pipe, say)
+                // must not stay open here, close_range starts past it.
+                sys!(libc::SYS_close, i);
                 continue;
             }
             // 0, 1, 2 are what the shell inherits; the rest close on exec.

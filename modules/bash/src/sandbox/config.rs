@@ -29,10 +29,41 @@ impl Mode {
     }
 }
 
-/// The paths hidden when the plan names none.
+/// The paths hidden when the plan names none: credentials, and the sockets
+/// of services that would run a command outside every wall (the user's
+/// D-Bus and systemd, the system bus, Docker). Landlock up to ABI 6 does not
+/// restrict `connect()` to a socket file, so hiding them is what keeps them
+/// out of reach. Paths that do not exist are skipped at mount.
 pub fn default_hidden_paths() -> Vec<String> {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
     ["~/.ssh", "~/.aws", "~/.gnupg"]
         .iter()
         .map(|s| s.to_string())
+        .chain([
+            format!("/run/user/{uid}"),
+            "/run/dbus".to_string(),
+            "/run/docker.sock".to_string(),
+            "/var/run/docker.sock".to_string(),
+        ])
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_hidden_paths_cover_the_service_sockets() {
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let hidden = super::default_hidden_paths();
+        for p in [
+            format!("/run/user/{uid}"),
+            "/run/dbus".into(),
+            "/run/docker.sock".into(),
+            "/var/run/docker.sock".into(),
+            "~/.ssh".into(),
+        ] {
+            assert!(hidden.contains(&p), "{p} is not hidden by default: {hidden:?}");
+        }
+    }
 }

@@ -39,7 +39,14 @@ pub fn ruleset(writable: &[PathBuf]) -> Result<Option<OwnedFd>, RulesetError> {
         .scope(Scope::from_all(TESTED_ABI))?
         .create()?
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(TESTED_ABI)))?
-        .add_rules(path_beneath_rules(writable, AccessFs::from_all(TESTED_ABI)))?
+        .add_rules(path_beneath_rules(writable, writable_rights()))?
         .add_rules(path_beneath_rules(DEVICES, AccessFs::from_file(TESTED_ABI)))?;
     Ok(created.into())
+}
+
+/// Every right under the writable folders but making device nodes: a root
+/// command could otherwise `mknod` the host's disk there and write it raw.
+/// (Both rights stay handled, so they are refused everywhere.)
+fn writable_rights() -> landlock::BitFlags<AccessFs> {
+    AccessFs::from_all(TESTED_ABI) & !(AccessFs::MakeBlock | AccessFs::MakeChar)
 }

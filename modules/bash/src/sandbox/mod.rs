@@ -94,6 +94,9 @@ pub struct Request<'a> {
     pub tmp_root: PathBuf,
     /// The shell, for the probe.
     pub shell: &'a Path,
+    /// The host's state folder (the plan's `.toolhost`: HTTP token, every
+    /// module's state), hidden from commands like `hidden_paths`.
+    pub host_state_dir: Option<&'a Path>,
 }
 
 impl Sandbox {
@@ -119,15 +122,18 @@ impl Sandbox {
                 ));
             }
         }
-        let mut hidden = Vec::new();
-        for p in req.hidden_paths {
-            let path = resolve(Path::new(p));
+        let mut hidden: Vec<(CString, bool)> = Vec::new();
+        let listed = req.hidden_paths.iter().map(|p| Path::new(p.as_str()));
+        for p in listed.chain(req.host_state_dir) {
+            let path = resolve(p);
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue; // nothing there to hide
             };
             let c = CString::new(path.as_os_str().as_bytes())
-                .map_err(|_| format!("bash: hidden_paths entry {p} contains a NUL byte"))?;
-            hidden.push((c, meta.is_dir()));
+                .map_err(|_| format!("bash: hidden_paths entry {} contains a NUL byte", p.display()))?;
+            if !hidden.iter().any(|(h, _)| *h == c) {
+                hidden.push((c, meta.is_dir()));
+            }
         }
         if hidden.len() > MAX_HIDDEN {
             return Err(format!("bash: at most {MAX_HIDDEN} hidden_paths may exist"));

@@ -96,9 +96,13 @@ pub(super) fn settle(
                         layers.proc = false;
                     }
                     Step::Hidden => {
-                        why.push(("mount_ns", "covering a hidden path failed".into()));
-                        layers.mount_ns = false;
-                        layers.proc = false;
+                        // Skip the paths that cannot be covered, not the
+                        // whole mount namespace (and every other path).
+                        if !skip_uncoverable(sandbox, &layers, req, why) {
+                            why.push(("mount_ns", "covering a hidden path failed".into()));
+                            layers.mount_ns = false;
+                            layers.proc = false;
+                        }
                     }
                     Step::Cgroup => {
                         why.push(("cgroup", "joining the pids cgroup failed".into()));
@@ -173,6 +177,37 @@ pub(super) fn settle(
         "the layers did not settle after 12 probes; every layer is off".into(),
     ));
     Layers::default()
+}
+
+/// Probes each hidden path alone and drops those that cannot be covered
+/// (reported under `hidden`). False when every path covers alone (the
+/// failure is elsewhere), so nothing was dropped.
+fn skip_uncoverable(
+    sandbox: &mut Sandbox,
+    layers: &Layers,
+    req: &Request<'_>,
+    why: &mut Vec<(&'static str, String)>,
+) -> bool {
+    let all = std::mem::take(&mut sandbox.hidden);
+    let mut kept = Vec::new();
+    let mut skipped = false;
+    for h in all {
+        sandbox.hidden = vec![h.clone()];
+        if matches!(run(sandbox, layers, req), Probe::Ran(Exit::Code(0))) {
+            kept.push(h);
+        } else {
+            skipped = true;
+            let name = Path::new(std::ffi::OsStr::from_bytes(h.0.as_bytes()))
+                .display()
+                .to_string();
+            why.push((
+                "hidden",
+                format!("{name} cannot be covered here and is NOT hidden"),
+            ));
+        }
+    }
+    sandbox.hidden = kept;
+    skipped
 }
 
 fn drop_namespaces(l: &mut Layers) {
@@ -267,10 +302,17 @@ pub(super) fn report(
     out.push(item(
         "hidden paths (mount namespace)",
         l.mount_ns,
-        if names.is_empty() {
-            "private mount table; no hidden path exists here".into()
-        } else {
-            format!("seen empty: {}", names.join(", "))
+        {
+            let mut detail = if names.is_empty() {
+                "private mount table; no hidden path exists here".to_string()
+            } else {
+                format!("seen empty: {}", names.join(", "))
+            };
+            for (_, w) in why.iter().filter(|(n, _)| *n == "hidden") {
+                detail.push_str("; ");
+                detail.push_str(w);
+            }
+            detail
         },
         why,
         &["mount_ns", "user_ns"],
