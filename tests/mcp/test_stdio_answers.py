@@ -50,6 +50,10 @@ def test_every_broken_request_is_answered_once_with_its_id(workspace):
     server = RawServer(ws)
     try:
         server.initialize()
+        # A ping answered means rmcp has taken `initialized`, so the calls
+        # below run on the direct path. (A call still on rmcp's path when
+        # stdin closes is dropped unanswered by rmcp: a known gap of #15.)
+        server.response(server.request("ping", {}))
         assert server.proc.stdin is not None
         cases = {
             101: (b'{"jsonrpc":"2.0","id":101,"method":"tools/call","params":{"name":"echo","arguments":{"message":"\xff"}}}', -32700),
