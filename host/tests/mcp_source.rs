@@ -370,3 +370,36 @@ fn mcp_entries_are_checked() {
         "{stderr}"
     );
 }
+
+/// A stdio server gets a cleared environment: the host's secrets stay
+/// behind, PATH and the locale pass, and the plan's `env` is added.
+#[test]
+fn a_stdio_server_gets_only_the_passed_environment_and_the_plans_env() {
+    let env = Env::new("");
+    let inner = inner_plan(&env);
+    let seen = env.path().join("server-env.txt");
+    env.set_plan(&outer_plan(&format!(
+        "command = [\"/bin/sh\", \"-c\", \"env > \\\"$0\\\"; exec \\\"$1\\\" --plan \\\"$2\\\" serve\", \"{}\", \"{}\", \"{}\"]\n\
+         env = {{ PLAN_VAR = \"from-plan\" }}",
+        seen.display(),
+        env!("CARGO_BIN_EXE_toolhost"),
+        inner.display()
+    )));
+    let out = env
+        .command()
+        .args(["call", "in__echo", r#"{"message": "env"}"#])
+        .env("TOOLHOST_TOKEN", "secret-token-value")
+        .env("MCP_TEST_SECRET", "s3cret-value")
+        .env("LC_ALL", "C")
+        .output()
+        .expect("run toolhost");
+    let called = common::Called::from_output(out);
+    assert_eq!(called.assert_success()["message"], json!("env"));
+    let vars = std::fs::read_to_string(&seen).expect("the server wrote its environment");
+    assert!(!vars.contains("secret-token-value"), "{vars}");
+    assert!(!vars.contains("s3cret-value"), "{vars}");
+    assert!(!vars.contains("TOOLHOST_MODULE_PATH="), "{vars}");
+    for wanted in ["PLAN_VAR=from-plan\n", "LC_ALL=C\n", "PATH="] {
+        assert!(vars.contains(wanted), "{wanted:?} missing: {vars}");
+    }
+}

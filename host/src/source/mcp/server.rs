@@ -224,6 +224,8 @@ impl Server {
         let mut command = Command::new(program);
         command
             .args(args)
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| passed_env(name)))
             .envs(&self.source.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -514,4 +516,15 @@ fn kill_group(pgid: Option<i32>) {
             libc::killpg(pgid, libc::SIGKILL);
         }
     }
+}
+
+/// Whether the host's variable `name` reaches a stdio MCP server. Only what
+/// a program needs to run (the search path, the user, the locale, the
+/// temporary directory, the terminal): the rest of the host's environment
+/// (tokens, keys) is not the server's; the plan's `env` adds what it needs.
+fn passed_env(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    matches!(name, "PATH" | "HOME" | "USER" | "LANG" | "TMPDIR" | "TERM") || name.starts_with("LC_")
 }
