@@ -403,3 +403,99 @@ fn a_stdio_server_gets_only_the_passed_environment_and_the_plans_env() {
         assert!(vars.contains(wanted), "{wanted:?} missing: {vars}");
     }
 }
+
+/// Records which calls have reported progress (by progress token).
+#[derive(Clone, Default)]
+struct Started(Arc<Mutex<std::collections::HashSet<String>>>);
+
+impl ClientHandler for Started {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.insert(format!("{:?}", params.progress_token));
+        }
+    }
+}
+
+/// Calls in flight when a server's connection is lost cost one crash, not
+/// one each: here the stdio server (a shell running an inner toolhost)
+/// keeps living after its pipe closes, so every lost call reports the loss
+/// itself. Six such calls counted one by one would disable the source
+/// (`module_failed`); counted once, the next call reconnects.
+#[test]
+fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
+    let env = Env::new("");
+    let inner = inner_plan(&env);
+    env.set_plan(&format!(
+        "[host]\ndefault_timeout_secs = 60\n\n[[tools]]\nprefix = \"in__\"\n[tools.mcp]\n\
+         command = [\"/bin/sh\", \"-c\", \"\\\"$0\\\" --plan \\\"$1\\\" serve; exec >&-; sleep 5\", \"{}\", \"{}\"]\n",
+        env!("CARGO_BIN_EXE_toolhost"),
+        inner.display()
+    ));
+
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(env.command());
+        cmd.arg("serve");
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the outer toolhost serve");
+        let started = Started::default();
+        let client = started.clone().serve(transport).await.expect("initialize");
+        let args = |v: Value| -> JsonObject {
+            match v {
+                Value::Object(map) => map,
+                _ => JsonObject::new(),
+            }
+        };
+        let calls: Vec<_> = (0..5)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    client
+                        .call_tool(
+                            CallToolRequestParams::new("in__sleep")
+                                .with_arguments(args(json!({"ms": 60_000}))),
+                        )
+                        .await
+                        .expect("tools/call")
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while started.0.lock().map(|s| s.len()).unwrap_or(0) < 5 {
+            assert!(Instant::now() < deadline, "the five calls did not all start");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Ends the inner toolhost (in-process abort) under all six calls.
+        let aborted = client
+            .call_tool(CallToolRequestParams::new("in__c_abort").with_arguments(args(json!({}))))
+            .await
+            .expect("tools/call");
+        let meta = aborted
+            .meta
+            .as_ref()
+            .map(|m| m.0["toolhost"].clone())
+            .unwrap_or_default();
+        assert_eq!(meta["code"], json!("module_crashed"), "{aborted:?}");
+        for call in calls {
+            let result = call.await.expect("call task");
+            let meta = result
+                .meta
+                .as_ref()
+                .map(|m| m.0["toolhost"].clone())
+                .unwrap_or_default();
+            assert_eq!(meta["code"], json!("module_crashed"), "{result:?}");
+        }
+        let next = client
+            .call_tool(CallToolRequestParams::new("in__echo").with_arguments(args(json!({"message": "x"}))))
+            .await
+            .expect("tools/call");
+        assert_eq!(next.is_error, Some(false), "{next:?}");
+        client.cancel().await.expect("close");
+    });
+}

@@ -87,6 +87,10 @@ struct Conn {
     /// How the stdio server ended, once it has.
     ended: Mutex<Option<Ended>>,
     closing: AtomicBool,
+    /// Its crash was counted: one failed connection is one crash, however
+    /// many calls were in flight on it (each of them, and the waiter of a
+    /// stdio server, reports it).
+    counted: AtomicBool,
 }
 
 #[derive(Default)]
@@ -213,6 +217,7 @@ impl Server {
                 pgid: None,
                 ended: Mutex::new(None),
                 closing: AtomicBool::new(false),
+                counted: AtomicBool::new(false),
             }));
         }
 
@@ -276,6 +281,7 @@ impl Server {
             pgid,
             ended: Mutex::new(None),
             closing: AtomicBool::new(false),
+            counted: AtomicBool::new(false),
         });
         let (me, watched) = (self.clone(), conn.clone());
         std::thread::Builder::new()
@@ -295,7 +301,7 @@ impl Server {
         if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, conn)) {
             state.live = None;
         }
-        if !conn.closing.load(Ordering::SeqCst) {
+        if !conn.closing.load(Ordering::SeqCst) && !conn.counted.swap(true, Ordering::SeqCst) {
             state.ledger.crashed();
             tracing::error!(server = %self.label, crashes = state.ledger.recent(), "MCP server {}", ended.why);
         }
