@@ -499,3 +499,65 @@ fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
         client.cancel().await.expect("close");
     });
 }
+
+/// Threads of process `pid`, from /proc.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("Threads")
+}
+
+/// A server flooding `notifications/tools/list_changed` (2000, with a slow
+/// tools/list) gets one refresher thread, not one thread per notification.
+#[test]
+fn a_list_changed_flood_costs_one_refresher_not_a_thread_each() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node/list_changed_flood.mjs");
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/node/node_modules/@modelcontextprotocol/sdk")
+            .exists(),
+        "run `npm ci --prefix tests/node` first"
+    );
+    let env = Env::new(&format!(
+        "[[tools]]\nprefix = \"fl__\"\n[tools.mcp]\ncommand = [\"node\", \"{}\"]\n",
+        script.display()
+    ));
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(env.command());
+        cmd.arg("serve");
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn toolhost serve");
+        let host_pid = transport.id().expect("host pid");
+        let client = ().serve(transport).await.expect("initialize");
+        let before = threads_of(host_pid);
+        let flooded = client
+            .call_tool(CallToolRequestParams::new("fl__flood"))
+            .await
+            .expect("tools/call");
+        assert_eq!(flooded.is_error, Some(false), "{flooded:?}");
+        // The notifications precede the answer on the server's pipe; give
+        // the host the time to handle the last of them (bounded sampling,
+        // not a wait for a state).
+        let mut peak = 0;
+        for _ in 0..50 {
+            peak = peak.max(threads_of(host_pid));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            peak < before + 20,
+            "{peak} threads after the flood (from {before})"
+        );
+        let lists = client
+            .call_tool(CallToolRequestParams::new("fl__lists"))
+            .await
+            .expect("tools/call");
+        assert_eq!(lists.is_error, Some(false), "{lists:?}");
+        client.cancel().await.expect("close");
+    });
+}

@@ -107,6 +107,10 @@ pub struct Server {
     state: Mutex<State>,
     /// Run (on the MCP runtime) when the server says its tool list changed.
     on_change: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// The server said its tool list changed since the last re-read began.
+    refresh_pending: AtomicBool,
+    /// A refresher thread is running.
+    refresher: AtomicBool,
 }
 
 impl Server {
@@ -118,6 +122,8 @@ impl Server {
             routes: Arc::default(),
             state: Mutex::new(State::default()),
             on_change: Mutex::new(None),
+            refresh_pending: AtomicBool::new(false),
+            refresher: AtomicBool::new(false),
         })
     }
 
@@ -161,6 +167,48 @@ impl Server {
         })?
     }
 
+    /// Notes that the tool list changed and makes sure one refresher runs
+    /// (off the client's task: the refresh calls tools/list). However many
+    /// notifications arrive, there is at most one refresher thread per
+    /// server, and the notifications that arrive while it re-reads the
+    /// list cost one more refresh, not one each.
+    fn schedule_refresh(self: &Arc<Self>) {
+        self.refresh_pending.store(true, Ordering::SeqCst);
+        if self.refresher.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let me = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-mcp-refresh".into())
+            .spawn(move || loop {
+                let Some(server) = me.upgrade() else { return };
+                if server.refresh_pending.swap(false, Ordering::SeqCst) {
+                    let callback = server
+                        .on_change
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    drop(server);
+                    if let Some(callback) = callback {
+                        callback();
+                    }
+                    continue;
+                }
+                server.refresher.store(false, Ordering::SeqCst);
+                // A notification between the swap and the store saw a
+                // refresher still running: take its refresh on.
+                if !server.refresh_pending.load(Ordering::SeqCst)
+                    || server.refresher.swap(true, Ordering::SeqCst)
+                {
+                    return;
+                }
+            });
+        if let Err(e) = spawned {
+            self.refresher.store(false, Ordering::SeqCst);
+            tracing::error!(server = %self.label, "cannot start the tool-list refresher: {e}");
+        }
+    }
+
     /// Spawns or dials the server and runs the MCP handshake.
     fn open(self: &Arc<Self>) -> Result<Arc<Conn>, String> {
         let handler = Handler {
@@ -169,15 +217,7 @@ impl Server {
                 let me = Arc::downgrade(self);
                 Arc::new(move || {
                     if let Some(me) = me.upgrade() {
-                        let callback = me
-                            .on_change
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .clone();
-                        if let Some(callback) = callback {
-                            // Off the client's task: the refresh calls tools/list.
-                            std::thread::spawn(move || callback());
-                        }
+                        me.schedule_refresh();
                     }
                 })
             },
