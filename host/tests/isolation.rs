@@ -449,3 +449,51 @@ async fn a_worker_sending_invalid_utf8_is_killed_and_its_call_answered() {
     assert_ok(&served.call("c_echo", json!({"message": "x"})).await, "restarted");
     served.client.cancel().await.expect("close");
 }
+
+/// A worker restarting into a mount that hangs is killed at the start
+/// deadline (`TOOLHOST_WORKER_START_TIMEOUT_MS`, 2 s here): the call gets
+/// `module_crashed` instead of blocking, and the host still serves.
+#[tokio::test]
+async fn a_restart_hanging_in_mount_is_killed_at_the_start_deadline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("hang-mount");
+    let env = Env::new(&format!(
+        "[host]\ndefault_timeout_secs = 30\n\n\
+         [[tools]]\npath = \"{}\"\nprefix = \"c_\"\n[tools.config]\nhang_mount_if = \"{}\"\n\n\
+         [[tools]]\nmodule = \"fixture\"\n",
+        module_file("toolhost_fixture_crashy").display(),
+        marker.display()
+    ));
+    let mut cmd = tokio::process::Command::from(env.command());
+    cmd.arg("serve").env("TOOLHOST_WORKER_START_TIMEOUT_MS", "2000");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn toolhost serve");
+    let client = ().serve(transport).await.expect("initialize");
+    let call = |tool: &'static str, input: Value| {
+        let Value::Object(args) = input else {
+            unreachable!()
+        };
+        client.call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+    };
+    assert_crashed(&call("c_abort", json!({})).await.expect("call"), Some("SIGABRT"));
+    std::fs::write(&marker, "").expect("marker");
+    let hung = tokio::time::timeout(Duration::from_secs(20), call("c_echo", json!({"message": "x"})))
+        .await
+        .expect("the call was answered within 20s")
+        .expect("call");
+    assert_crashed(&hung, None);
+    let text = format!("{:?}", hung.content);
+    assert!(text.contains("within 2000 ms"), "{text}");
+    assert_ok(
+        &call("echo", json!({"message": "other"})).await.expect("call"),
+        "other module",
+    );
+    std::fs::remove_file(&marker).expect("remove marker");
+    assert_ok(
+        &call("c_echo", json!({"message": "x"})).await.expect("call"),
+        "restarted",
+    );
+    client.cancel().await.expect("close");
+}

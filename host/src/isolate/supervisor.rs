@@ -184,6 +184,28 @@ impl Supervisor {
             closing: AtomicBool::new(false),
         });
         let mut reader = BufReader::new(output);
+        // A worker that hangs in open or mount is killed at the deadline:
+        // its reads then end, and the start fails instead of blocking every
+        // call (the caller holds the state lock meanwhile).
+        let limit = start_timeout();
+        let (finished, watch) = mpsc::channel::<()>();
+        let timed_out = Arc::new(AtomicBool::new(false));
+        {
+            let (pid, timed_out) = (live.pid, timed_out.clone());
+            let watchdog = std::thread::Builder::new()
+                .name(format!("toolhost-worker-start-{pid}"))
+                .spawn(move || {
+                    if let Err(mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(limit) {
+                        timed_out.store(true, Ordering::SeqCst);
+                        kill(pid);
+                    }
+                });
+            if let Err(e) = watchdog {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("module '{label}': cannot watch its worker's start: {e}"));
+            }
+        }
         let handshake = (|| -> Result<Started, String> {
             live.send(&Frame::new(Kind::Open).text(self.launch.library.to_string_lossy()))
                 .map_err(|e| format!("cannot talk to its worker: {e}"))?;
@@ -219,6 +241,15 @@ impl Supervisor {
                 load_time,
             })
         })();
+        drop(finished);
+        let handshake = match handshake {
+            Err(_) if timed_out.load(Ordering::SeqCst) => Err(format!(
+                "module '{label}': its worker did not finish opening and mounting the library within \
+                 {} ms, so the host killed it",
+                limit.as_millis()
+            )),
+            other => other,
+        };
         match handshake {
             Ok(started) => {
                 let me = self.clone();
@@ -502,6 +533,20 @@ impl Supervisor {
         }
         kill(live.pid);
     }
+}
+
+/// How long a worker may take to open and mount its library: 30 s, or
+/// `TOOLHOST_WORKER_START_TIMEOUT_MS`.
+fn start_timeout() -> Duration {
+    static LIMIT: OnceLock<Duration> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("TOOLHOST_WORKER_START_TIMEOUT_MS")
+            .ok()
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::from_secs(30))
+    })
 }
 
 fn kill(pid: u32) {
