@@ -308,6 +308,7 @@ fn toolhost_mounted_into_toolhost_over_streamable_http() {
         .arg(&inner)
         .args(["serve", "--http", "127.0.0.1:0"])
         .current_dir(env.path())
+        .env("TOOLHOST_TOKEN", "http-source-test-token")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -327,7 +328,9 @@ fn toolhost_mounted_into_toolhost_over_streamable_http() {
     };
     std::thread::spawn(move || for _ in lines {});
 
-    env.set_plan(&outer_plan(&format!("url = \"{url}\"")));
+    env.set_plan(&outer_plan(&format!(
+        "url = \"{url}\"\nheaders = {{ Authorization = \"Bearer http-source-test-token\" }}"
+    )));
     let echoed = env.call("in__echo", json!({"message": "over http"}));
     assert_eq!(echoed.assert_success()["message"], json!("over http"));
     let denied = env.call("in__write_key", json!({"key": "k"}));
