@@ -372,3 +372,128 @@ async fn the_worker_dies_with_the_host() {
     }
     drop(client);
 }
+
+/// Resident memory of `pid` in MiB, from /proc.
+fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("host status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .expect("VmRSS")
+        / 1024
+}
+
+/// A module that writes to the protocol descriptor without a newline: the
+/// host stops reading at the frame limit, kills the worker and answers
+/// `module_crashed` naming the limit, with its memory bounded meanwhile.
+#[tokio::test]
+async fn a_worker_flooding_the_protocol_is_killed_at_the_frame_limit() {
+    let env = Env::new(&isolated_plan(""));
+    let mut cmd = tokio::process::Command::from(env.command());
+    cmd.arg("serve");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn toolhost serve");
+    let host_pid = transport.id().expect("host pid");
+    let client = ().serve(transport).await.expect("initialize");
+    let Value::Object(args) = json!({}) else {
+        unreachable!()
+    };
+    let mut peak = 0;
+    let flooded = {
+        let call = client.call_tool(CallToolRequestParams::new("c_flood_protocol").with_arguments(args));
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                result = &mut call => break result.expect("tools/call answered"),
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {
+                    peak = peak.max(rss_mib(host_pid));
+                    assert!(peak < 500, "the host's RSS reached {peak} MiB");
+                }
+            }
+        }
+    };
+    assert_crashed(&flooded, None);
+    let text = format!("{:?}", flooded.content);
+    assert!(text.contains("longer than the 64 MiB limit"), "{text}");
+    assert!(rss_mib(host_pid) < 500);
+    let Value::Object(args) = json!({"message": "after the flood"}) else {
+        unreachable!()
+    };
+    let again = client
+        .call_tool(CallToolRequestParams::new("c_echo").with_arguments(args))
+        .await
+        .expect("call");
+    assert_eq!(again.is_error, Some(false), "{again:?}");
+    client.cancel().await.expect("close");
+}
+
+/// A line of invalid UTF-8 on the protocol while the call goes on: the
+/// host kills the worker (rather than waiting on it) and answers the call.
+#[tokio::test]
+async fn a_worker_sending_invalid_utf8_is_killed_and_its_call_answered() {
+    let env = Env::new(&isolated_plan(""));
+    let served = serve(&env).await;
+    let broken = tokio::time::timeout(
+        Duration::from_secs(20),
+        served.call("c_bad_utf8", json!({"ms": 60_000})),
+    )
+    .await
+    .expect("the call was answered within 20s");
+    assert_crashed(&broken, Some("SIGKILL"));
+    let text = format!("{:?}", broken.content);
+    assert!(text.contains("broke the protocol"), "{text}");
+    assert_ok(&served.call("c_echo", json!({"message": "x"})).await, "restarted");
+    served.client.cancel().await.expect("close");
+}
+
+/// A worker restarting into a mount that hangs is killed at the start
+/// deadline (`TOOLHOST_WORKER_START_TIMEOUT_MS`, 2 s here): the call gets
+/// `module_crashed` instead of blocking, and the host still serves.
+#[tokio::test]
+async fn a_restart_hanging_in_mount_is_killed_at_the_start_deadline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("hang-mount");
+    let env = Env::new(&format!(
+        "[host]\ndefault_timeout_secs = 30\n\n\
+         [[tools]]\npath = \"{}\"\nprefix = \"c_\"\n[tools.config]\nhang_mount_if = \"{}\"\n\n\
+         [[tools]]\nmodule = \"fixture\"\n",
+        module_file("toolhost_fixture_crashy").display(),
+        marker.display()
+    ));
+    let mut cmd = tokio::process::Command::from(env.command());
+    cmd.arg("serve").env("TOOLHOST_WORKER_START_TIMEOUT_MS", "2000");
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn toolhost serve");
+    let client = ().serve(transport).await.expect("initialize");
+    let call = |tool: &'static str, input: Value| {
+        let Value::Object(args) = input else {
+            unreachable!()
+        };
+        client.call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+    };
+    assert_crashed(&call("c_abort", json!({})).await.expect("call"), Some("SIGABRT"));
+    std::fs::write(&marker, "").expect("marker");
+    let hung = tokio::time::timeout(Duration::from_secs(20), call("c_echo", json!({"message": "x"})))
+        .await
+        .expect("the call was answered within 20s")
+        .expect("call");
+    assert_crashed(&hung, None);
+    let text = format!("{:?}", hung.content);
+    assert!(text.contains("within 2000 ms"), "{text}");
+    assert_ok(
+        &call("echo", json!({"message": "other"})).await.expect("call"),
+        "other module",
+    );
+    std::fs::remove_file(&marker).expect("remove marker");
+    assert_ok(
+        &call("c_echo", json!({"message": "x"})).await.expect("call"),
+        "restarted",
+    );
+    client.cancel().await.expect("close");
+}

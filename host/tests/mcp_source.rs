@@ -307,9 +307,8 @@ fn toolhost_mounted_into_toolhost_over_streamable_http() {
         .args(["--plan"])
         .arg(&inner)
         .args(["serve", "--http", "127.0.0.1:0"])
-        // HTTP needs a token on every interface; the outer host sends it.
-        .env("TOOLHOST_TOKEN", "inner-secret-token")
         .current_dir(env.path())
+        .env("TOOLHOST_TOKEN", "http-source-test-token")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -330,7 +329,7 @@ fn toolhost_mounted_into_toolhost_over_streamable_http() {
     std::thread::spawn(move || for _ in lines {});
 
     env.set_plan(&outer_plan(&format!(
-        "url = \"{url}\"\nheaders = {{ Authorization = \"Bearer inner-secret-token\" }}"
+        "url = \"{url}\"\nheaders = {{ Authorization = \"Bearer http-source-test-token\" }}"
     )));
     let echoed = env.call("in__echo", json!({"message": "over http"}));
     assert_eq!(echoed.assert_success()["message"], json!("over http"));
@@ -373,4 +372,195 @@ fn mcp_entries_are_checked() {
         stderr.contains("MCP server 'sh' (exited with status 3)"),
         "{stderr}"
     );
+}
+
+/// A stdio server gets a cleared environment: the host's secrets stay
+/// behind, PATH and the locale pass, and the plan's `env` is added.
+#[test]
+fn a_stdio_server_gets_only_the_passed_environment_and_the_plans_env() {
+    let env = Env::new("");
+    let inner = inner_plan(&env);
+    let seen = env.path().join("server-env.txt");
+    env.set_plan(&outer_plan(&format!(
+        "command = [\"/bin/sh\", \"-c\", \"env > \\\"$0\\\"; exec \\\"$1\\\" --plan \\\"$2\\\" serve\", \"{}\", \"{}\", \"{}\"]\n\
+         env = {{ PLAN_VAR = \"from-plan\" }}",
+        seen.display(),
+        env!("CARGO_BIN_EXE_toolhost"),
+        inner.display()
+    )));
+    let out = env
+        .command()
+        .args(["call", "in__echo", r#"{"message": "env"}"#])
+        .env("TOOLHOST_TOKEN", "secret-token-value")
+        .env("MCP_TEST_SECRET", "s3cret-value")
+        .env("LC_ALL", "C")
+        .output()
+        .expect("run toolhost");
+    let called = common::Called::from_output(out);
+    assert_eq!(called.assert_success()["message"], json!("env"));
+    let vars = std::fs::read_to_string(&seen).expect("the server wrote its environment");
+    assert!(!vars.contains("secret-token-value"), "{vars}");
+    assert!(!vars.contains("s3cret-value"), "{vars}");
+    assert!(!vars.contains("TOOLHOST_MODULE_PATH="), "{vars}");
+    for wanted in ["PLAN_VAR=from-plan\n", "LC_ALL=C\n", "PATH="] {
+        assert!(vars.contains(wanted), "{wanted:?} missing: {vars}");
+    }
+}
+
+/// Records which calls have reported progress (by progress token).
+#[derive(Clone, Default)]
+struct Started(Arc<Mutex<std::collections::HashSet<String>>>);
+
+impl ClientHandler for Started {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.insert(format!("{:?}", params.progress_token));
+        }
+    }
+}
+
+/// Calls in flight when a server's connection is lost cost one crash, not
+/// one each: here the stdio server (a shell running an inner toolhost)
+/// keeps living after its pipe closes, so every lost call reports the loss
+/// itself. Six such calls counted one by one would disable the source
+/// (`module_failed`); counted once, the next call reconnects.
+#[test]
+fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
+    let env = Env::new("");
+    let inner = inner_plan(&env);
+    env.set_plan(&format!(
+        "[host]\ndefault_timeout_secs = 60\n\n[[tools]]\nprefix = \"in__\"\n[tools.mcp]\n\
+         command = [\"/bin/sh\", \"-c\", \"\\\"$0\\\" --plan \\\"$1\\\" serve; exec >&-; sleep 5\", \"{}\", \"{}\"]\n",
+        env!("CARGO_BIN_EXE_toolhost"),
+        inner.display()
+    ));
+
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(env.command());
+        cmd.arg("serve");
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the outer toolhost serve");
+        let started = Started::default();
+        let client = started.clone().serve(transport).await.expect("initialize");
+        let args = |v: Value| -> JsonObject {
+            match v {
+                Value::Object(map) => map,
+                _ => JsonObject::new(),
+            }
+        };
+        let calls: Vec<_> = (0..5)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    client
+                        .call_tool(
+                            CallToolRequestParams::new("in__sleep")
+                                .with_arguments(args(json!({"ms": 60_000}))),
+                        )
+                        .await
+                        .expect("tools/call")
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while started.0.lock().map(|s| s.len()).unwrap_or(0) < 5 {
+            assert!(Instant::now() < deadline, "the five calls did not all start");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Ends the inner toolhost (in-process abort) under all six calls.
+        let aborted = client
+            .call_tool(CallToolRequestParams::new("in__c_abort").with_arguments(args(json!({}))))
+            .await
+            .expect("tools/call");
+        let meta = aborted
+            .meta
+            .as_ref()
+            .map(|m| m.0["toolhost"].clone())
+            .unwrap_or_default();
+        assert_eq!(meta["code"], json!("module_crashed"), "{aborted:?}");
+        for call in calls {
+            let result = call.await.expect("call task");
+            let meta = result
+                .meta
+                .as_ref()
+                .map(|m| m.0["toolhost"].clone())
+                .unwrap_or_default();
+            assert_eq!(meta["code"], json!("module_crashed"), "{result:?}");
+        }
+        let next = client
+            .call_tool(CallToolRequestParams::new("in__echo").with_arguments(args(json!({"message": "x"}))))
+            .await
+            .expect("tools/call");
+        assert_eq!(next.is_error, Some(false), "{next:?}");
+        client.cancel().await.expect("close");
+    });
+}
+
+/// Threads of process `pid`, from /proc.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("Threads")
+}
+
+/// A server flooding `notifications/tools/list_changed` (2000, with a slow
+/// tools/list) gets one refresher thread, not one thread per notification.
+#[test]
+fn a_list_changed_flood_costs_one_refresher_not_a_thread_each() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node/list_changed_flood.mjs");
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/node/node_modules/@modelcontextprotocol/sdk")
+            .exists(),
+        "run `npm ci --prefix tests/node` first"
+    );
+    let env = Env::new(&format!(
+        "[[tools]]\nprefix = \"fl__\"\n[tools.mcp]\ncommand = [\"node\", \"{}\"]\n",
+        script.display()
+    ));
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut cmd = tokio::process::Command::from(env.command());
+        cmd.arg("serve");
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn toolhost serve");
+        let host_pid = transport.id().expect("host pid");
+        let client = ().serve(transport).await.expect("initialize");
+        let before = threads_of(host_pid);
+        let flooded = client
+            .call_tool(CallToolRequestParams::new("fl__flood"))
+            .await
+            .expect("tools/call");
+        assert_eq!(flooded.is_error, Some(false), "{flooded:?}");
+        // The notifications precede the answer on the server's pipe; give
+        // the host the time to handle the last of them (bounded sampling,
+        // not a wait for a state).
+        let mut peak = 0;
+        for _ in 0..50 {
+            peak = peak.max(threads_of(host_pid));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            peak < before + 20,
+            "{peak} threads after the flood (from {before})"
+        );
+        let lists = client
+            .call_tool(CallToolRequestParams::new("fl__lists"))
+            .await
+            .expect("tools/call");
+        assert_eq!(lists.is_error, Some(false), "{lists:?}");
+        client.cancel().await.expect("close");
+    });
 }

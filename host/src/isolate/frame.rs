@@ -122,3 +122,49 @@ impl Frame {
         self.body.as_deref().map(RawValue::get).unwrap_or("null")
     }
 }
+
+/// The longest frame the host reads from a worker: a line that grows past
+/// it (a module writing to the protocol descriptor without a newline)
+/// would otherwise grow the host's memory without bound.
+pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+/// Why no frame could be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The stream ended (or failed) before a whole line.
+    #[error("the stream ended")]
+    Eof,
+    /// A line longer than the limit.
+    #[error("sent a protocol frame longer than the {} MiB limit", limit / (1024 * 1024))]
+    TooLong {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A line that is not a frame (bad JSON, invalid UTF-8).
+    #[error("broke the protocol ({0})")]
+    Malformed(#[from] serde_json::Error),
+}
+
+/// Reads one frame of at most `limit` bytes, newline included, from
+/// `reader`; `buf` is scratch space kept between calls.
+pub fn read_frame(
+    reader: &mut impl std::io::BufRead,
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> Result<Frame, ReadError> {
+    use std::io::{BufRead, Read};
+    buf.clear();
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    match reader.by_ref().take(cap).read_until(b'\n', buf) {
+        Ok(0) | Err(_) => return Err(ReadError::Eof),
+        Ok(_) => {}
+    }
+    if buf.last() != Some(&b'\n') {
+        return Err(if buf.len() > limit {
+            ReadError::TooLong { limit }
+        } else {
+            ReadError::Eof
+        });
+    }
+    Ok(serde_json::from_slice(buf)?)
+}

@@ -4,7 +4,7 @@
 //! five crashes in a minute and the module answers `module_failed`).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,7 +19,7 @@ use toolhost_core::wire::codes;
 use toolhost_core::{Manifest, Status, ToolResult};
 
 use super::exit::{self, Ended};
-use super::frame::{Frame, Kind};
+use super::frame::{self, Frame, Kind, ReadError};
 use super::ledger::Ledger;
 use crate::events::EventBus;
 use crate::loader::log_line;
@@ -184,6 +184,28 @@ impl Supervisor {
             closing: AtomicBool::new(false),
         });
         let mut reader = BufReader::new(output);
+        // A worker that hangs in open or mount is killed at the deadline:
+        // its reads then end, and the start fails instead of blocking every
+        // call (the caller holds the state lock meanwhile).
+        let limit = start_timeout();
+        let (finished, watch) = mpsc::channel::<()>();
+        let timed_out = Arc::new(AtomicBool::new(false));
+        {
+            let (pid, timed_out) = (live.pid, timed_out.clone());
+            let watchdog = std::thread::Builder::new()
+                .name(format!("toolhost-worker-start-{pid}"))
+                .spawn(move || {
+                    if let Err(mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(limit) {
+                        timed_out.store(true, Ordering::SeqCst);
+                        kill(pid);
+                    }
+                });
+            if let Err(e) = watchdog {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("module '{label}': cannot watch its worker's start: {e}"));
+            }
+        }
         let handshake = (|| -> Result<Started, String> {
             live.send(&Frame::new(Kind::Open).text(self.launch.library.to_string_lossy()))
                 .map_err(|e| format!("cannot talk to its worker: {e}"))?;
@@ -219,6 +241,15 @@ impl Supervisor {
                 load_time,
             })
         })();
+        drop(finished);
+        let handshake = match handshake {
+            Err(_) if timed_out.load(Ordering::SeqCst) => Err(format!(
+                "module '{label}': its worker did not finish opening and mounting the library within \
+                 {} ms, so the host killed it",
+                limit.as_millis()
+            )),
+            other => other,
+        };
         match handshake {
             Ok(started) => {
                 let me = self.clone();
@@ -252,15 +283,13 @@ impl Supervisor {
     /// the way. "EOF" when the worker ends first; the worker's own message
     /// when it reports an error.
     fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind) -> Result<Frame, String> {
-        let mut line = String::new();
+        let mut buf = Vec::new();
         loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => return Err("EOF".into()),
-                Ok(_) => {}
-            }
-            let frame: Frame =
-                serde_json::from_str(&line).map_err(|e| format!("its worker broke the protocol: {e}"))?;
+            let frame = match frame::read_frame(reader, &mut buf, frame::MAX_FRAME_BYTES) {
+                Ok(frame) => frame,
+                Err(ReadError::Eof) => return Err("EOF".into()),
+                Err(e) => return Err(format!("its worker {e}")),
+            };
             match frame.t {
                 t if t == want => return Ok(frame),
                 Kind::Error => return Err(frame.text.unwrap_or_default()),
@@ -290,18 +319,20 @@ impl Supervisor {
     /// The reader thread: routes the worker's frames to their calls, and
     /// answers every call in flight when the worker ends.
     fn read(self: Arc<Self>, live: Arc<Live>, mut reader: BufReader<ChildStdout>, mut child: Child) {
-        let mut line = String::new();
+        let mut buf = Vec::new();
+        // Set when the worker broke the protocol and the host killed it.
+        let mut broke: Option<String> = None;
         loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let frame: Frame = match serde_json::from_str(&line) {
+            let frame = match frame::read_frame(&mut reader, &mut buf, frame::MAX_FRAME_BYTES) {
                 Ok(frame) => frame,
+                Err(ReadError::Eof) => break,
                 Err(e) => {
-                    tracing::error!(module = %self.name(), "worker broke the protocol ({e}); ending it");
+                    // Killed, not waited on: a worker that broke the
+                    // protocol may go on living, and its calls would
+                    // never be answered.
+                    tracing::error!(module = %self.name(), "worker {e}; ending it");
                     let _ = child.kill();
+                    broke = Some(e.to_string());
                     break;
                 }
             };
@@ -332,12 +363,16 @@ impl Supervisor {
             }
         }
         drop(reader);
+        drop(buf);
         let status = child.wait().ok();
         let mut ended = exit::describe(status);
         let killed = live.killed.load(Ordering::SeqCst);
         if killed {
             ended.why =
                 "was killed by the host because a call ignored cancellation past the grace period".into();
+        }
+        if let Some(broke) = broke {
+            ended.why = format!("{broke}, so the host killed it");
         }
         let orphans = live
             .pending
@@ -498,6 +533,20 @@ impl Supervisor {
         }
         kill(live.pid);
     }
+}
+
+/// How long a worker may take to open and mount its library: 30 s, or
+/// `TOOLHOST_WORKER_START_TIMEOUT_MS`.
+fn start_timeout() -> Duration {
+    static LIMIT: OnceLock<Duration> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("TOOLHOST_WORKER_START_TIMEOUT_MS")
+            .ok()
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::from_secs(30))
+    })
 }
 
 fn kill(pid: u32) {

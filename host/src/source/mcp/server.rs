@@ -87,6 +87,10 @@ struct Conn {
     /// How the stdio server ended, once it has.
     ended: Mutex<Option<Ended>>,
     closing: AtomicBool,
+    /// Its crash was counted: one failed connection is one crash, however
+    /// many calls were in flight on it (each of them, and the waiter of a
+    /// stdio server, reports it).
+    counted: AtomicBool,
 }
 
 #[derive(Default)]
@@ -103,6 +107,10 @@ pub struct Server {
     state: Mutex<State>,
     /// Run (on the MCP runtime) when the server says its tool list changed.
     on_change: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// The server said its tool list changed since the last re-read began.
+    refresh_pending: AtomicBool,
+    /// A refresher thread is running.
+    refresher: AtomicBool,
 }
 
 impl Server {
@@ -114,6 +122,8 @@ impl Server {
             routes: Arc::default(),
             state: Mutex::new(State::default()),
             on_change: Mutex::new(None),
+            refresh_pending: AtomicBool::new(false),
+            refresher: AtomicBool::new(false),
         })
     }
 
@@ -157,6 +167,48 @@ impl Server {
         })?
     }
 
+    /// Notes that the tool list changed and makes sure one refresher runs
+    /// (off the client's task: the refresh calls tools/list). However many
+    /// notifications arrive, there is at most one refresher thread per
+    /// server, and the notifications that arrive while it re-reads the
+    /// list cost one more refresh, not one each.
+    fn schedule_refresh(self: &Arc<Self>) {
+        self.refresh_pending.store(true, Ordering::SeqCst);
+        if self.refresher.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let me = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("toolhost-mcp-refresh".into())
+            .spawn(move || loop {
+                let Some(server) = me.upgrade() else { return };
+                if server.refresh_pending.swap(false, Ordering::SeqCst) {
+                    let callback = server
+                        .on_change
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    drop(server);
+                    if let Some(callback) = callback {
+                        callback();
+                    }
+                    continue;
+                }
+                server.refresher.store(false, Ordering::SeqCst);
+                // A notification between the swap and the store saw a
+                // refresher still running: take its refresh on.
+                if !server.refresh_pending.load(Ordering::SeqCst)
+                    || server.refresher.swap(true, Ordering::SeqCst)
+                {
+                    return;
+                }
+            });
+        if let Err(e) = spawned {
+            self.refresher.store(false, Ordering::SeqCst);
+            tracing::error!(server = %self.label, "cannot start the tool-list refresher: {e}");
+        }
+    }
+
     /// Spawns or dials the server and runs the MCP handshake.
     fn open(self: &Arc<Self>) -> Result<Arc<Conn>, String> {
         let handler = Handler {
@@ -165,15 +217,7 @@ impl Server {
                 let me = Arc::downgrade(self);
                 Arc::new(move || {
                     if let Some(me) = me.upgrade() {
-                        let callback = me
-                            .on_change
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .clone();
-                        if let Some(callback) = callback {
-                            // Off the client's task: the refresh calls tools/list.
-                            std::thread::spawn(move || callback());
-                        }
+                        me.schedule_refresh();
                     }
                 })
             },
@@ -213,6 +257,7 @@ impl Server {
                 pgid: None,
                 ended: Mutex::new(None),
                 closing: AtomicBool::new(false),
+                counted: AtomicBool::new(false),
             }));
         }
 
@@ -224,6 +269,8 @@ impl Server {
         let mut command = Command::new(program);
         command
             .args(args)
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| passed_env(name)))
             .envs(&self.source.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -274,6 +321,7 @@ impl Server {
             pgid,
             ended: Mutex::new(None),
             closing: AtomicBool::new(false),
+            counted: AtomicBool::new(false),
         });
         let (me, watched) = (self.clone(), conn.clone());
         std::thread::Builder::new()
@@ -293,7 +341,7 @@ impl Server {
         if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, conn)) {
             state.live = None;
         }
-        if !conn.closing.load(Ordering::SeqCst) {
+        if !conn.closing.load(Ordering::SeqCst) && !conn.counted.swap(true, Ordering::SeqCst) {
             state.ledger.crashed();
             tracing::error!(server = %self.label, crashes = state.ledger.recent(), "MCP server {}", ended.why);
         }
@@ -514,4 +562,15 @@ fn kill_group(pgid: Option<i32>) {
             libc::killpg(pgid, libc::SIGKILL);
         }
     }
+}
+
+/// Whether the host's variable `name` reaches a stdio MCP server. Only what
+/// a program needs to run (the search path, the user, the locale, the
+/// temporary directory, the terminal): the rest of the host's environment
+/// (tokens, keys) is not the server's; the plan's `env` adds what it needs.
+fn passed_env(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    matches!(name, "PATH" | "HOME" | "USER" | "LANG" | "TMPDIR" | "TERM") || name.starts_with("LC_")
 }
