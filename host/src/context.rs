@@ -37,11 +37,7 @@ impl FfiContext for CallContext {
     }
 
     fn remaining_ms(&self) -> u64 {
-        match self.deadline {
-            Some(d) => u64::try_from(d.saturating_duration_since(Instant::now()).as_millis())
-                .unwrap_or(NO_DEADLINE - 1),
-            None => NO_DEADLINE,
-        }
+        remaining_ms(self.deadline)
     }
 
     fn progress(&self, json: RStr<'_>) {
@@ -57,5 +53,17 @@ impl FfiContext for CallContext {
 
     fn log(&self, level: u8, message: RStr<'_>) {
         log_line(&self.module, Some(&self.call_id), level, message.as_str());
+    }
+}
+
+/// Milliseconds left before `deadline`, as the ABI's `remaining_ms` answers
+/// it: `NO_DEADLINE` when there is none, never `NO_DEADLINE` when there is.
+/// Shared by the in-process context and an isolated worker's.
+pub(crate) fn remaining_ms(deadline: Option<Instant>) -> u64 {
+    match deadline {
+        Some(d) => {
+            u64::try_from(d.saturating_duration_since(Instant::now()).as_millis()).unwrap_or(NO_DEADLINE - 1)
+        }
+        None => NO_DEADLINE,
     }
 }

@@ -21,9 +21,7 @@ use std::time::{Duration, Instant};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
 use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
-use toolhost_core::abi::{
-    FfiContext, FfiContext_TO, FfiCoordinator, FfiCoordinator_TO, FfiToolBox, NO_DEADLINE,
-};
+use toolhost_core::abi::{FfiContext, FfiContext_TO, FfiCoordinator, FfiCoordinator_TO, FfiToolBox};
 
 use super::frame::{Frame, Kind};
 use crate::cancel::CancelToken;
@@ -309,11 +307,7 @@ impl FfiContext for WorkerContext {
     }
 
     fn remaining_ms(&self) -> u64 {
-        match self.deadline {
-            Some(d) => u64::try_from(d.saturating_duration_since(Instant::now()).as_millis())
-                .unwrap_or(NO_DEADLINE - 1),
-            None => NO_DEADLINE,
-        }
+        crate::context::remaining_ms(self.deadline)
     }
 
     fn progress(&self, json: RStr<'_>) {
