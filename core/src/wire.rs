@@ -447,9 +447,57 @@ pub struct ToolResult {
     /// Facts beside the output.
     #[serde(default)]
     pub metadata: Metadata,
+    /// Content blocks beside `output` (an image a tool read, text split in
+    /// parts). Empty for most tools: the MCP server then sends `output` as
+    /// one text block, as before. It crosses the ABI inside the result's
+    /// JSON, so adding it changed no ABI type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<ContentBlock>,
+}
+
+/// One block of a result's content, mapped by the MCP server to MCP's own
+/// content types. Tagged by `type` as MCP tags its blocks, so a block reads
+/// the same in `--json` output and on the wire.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Its MIME type (`image/png`, `image/jpeg`…).
+        mime_type: String,
+        /// The image bytes, standard base64 with padding.
+        data: String,
+    },
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+
+    /// An image block from its MIME type and base64 data.
+    pub fn image(mime_type: impl Into<String>, data: impl Into<String>) -> Self {
+        ContentBlock::Image {
+            mime_type: mime_type.into(),
+            data: data.into(),
+        }
+    }
 }
 
 impl ToolResult {
+    /// This result with content blocks beside its output.
+    pub fn with_content(mut self, content: Vec<ContentBlock>) -> Self {
+        self.content = content;
+        self
+    }
+
     /// A successful result.
     pub fn success(tool_call_id: impl Into<String>, output: Value) -> Self {
         ToolResult {
@@ -459,6 +507,7 @@ impl ToolResult {
             output,
             error: None,
             metadata: Metadata::default(),
+            content: Vec::new(),
         }
     }
 
@@ -481,6 +530,7 @@ impl ToolResult {
                 details: None,
             }),
             metadata: Metadata::default(),
+            content: Vec::new(),
         }
     }
 

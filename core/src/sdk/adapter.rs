@@ -186,6 +186,7 @@ pub(crate) fn from_error(tool_call_id: &str, error: ToolError) -> ToolResult {
         output: output.unwrap_or(Value::Null),
         error: Some(info),
         metadata: Metadata::default(),
+        content: Vec::new(),
     }
 }
 

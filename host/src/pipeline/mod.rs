@@ -15,6 +15,7 @@
 //! policy and execute: a replay is still subject to the plan.
 
 pub mod audit;
+pub mod audit_sink;
 mod batch;
 pub mod execute;
 pub mod handoff;
