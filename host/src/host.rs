@@ -118,6 +118,11 @@ impl Host {
             report.error = Some(e);
             reports.push(report);
         }
+        if let Err(e) = host.add_alias_profiles() {
+            let mut report = ModuleReport::new("[[alias_profiles]]".into());
+            report.error = Some(e);
+            reports.push(report);
+        }
         (host, reports)
     }
 
@@ -161,6 +166,39 @@ impl Host {
             }
         }
         Ok(())
+    }
+
+    /// The built-in families' profiles, then the plan's (a plan profile
+    /// replaces a built-in one of the same name). A profile whose tool is
+    /// not mounted is skipped; a malformed plan profile is an error.
+    fn add_alias_profiles(&self) -> Result<(), String> {
+        let plan_names: std::collections::HashSet<&str> =
+            self.plan.alias_profiles.iter().map(|p| p.name.as_str()).collect();
+        let builtin = crate::alias::builtin()
+            .iter()
+            .filter(|p| !plan_names.contains(p.name.as_str()));
+        let mut registry = self
+            .registry
+            .write()
+            .map_err(|_| "registry lock poisoned".to_string())?;
+        let colliding = &self.plan.host.colliding_families;
+        for def in builtin.chain(&self.plan.alias_profiles) {
+            let profile = crate::alias::Profile::new(def.clone())?;
+            let added = registry.add_profile(profile, colliding);
+            tracing::debug!(alias = %def.name, tool = %def.tool, ?added, "alias profile");
+        }
+        Ok(())
+    }
+
+    /// What a called name refers to (tool and profile), for the pipeline.
+    pub fn resolve(&self, name: &str) -> Option<crate::registry::Resolved> {
+        self.registry.read().ok().and_then(|r| r.resolve(name))
+    }
+
+    /// Every alias with its tool and profile, for `list_aliases`.
+    #[allow(clippy::type_complexity)]
+    pub fn aliases(&self) -> Vec<(String, Arc<MountedTool>, Option<Arc<crate::alias::Profile>>)> {
+        self.registry.read().map(|r| r.aliases()).unwrap_or_default()
     }
 
     /// The tool a name or alias refers to.

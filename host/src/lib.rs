@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod alias;
 pub mod cancel;
 pub mod cli;
 pub mod context;

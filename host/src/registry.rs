@@ -3,13 +3,42 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::alias::Profile;
 use crate::tool::{ModuleInfo, MountedTool};
 
-/// Every mounted tool, reachable by name or alias.
+/// Every mounted tool, reachable by name, alias or alias profile.
 #[derive(Default)]
 pub struct Registry {
     tools: HashMap<String, Arc<MountedTool>>,
     aliases: HashMap<String, String>,
+    /// Alias profiles by their name: (canonical tool name, profile).
+    profiles: HashMap<String, (String, Arc<Profile>)>,
+    /// Profiles that share a canonical tool's name (Amp's `edit_file`),
+    /// accepted under that name as a second shape when the plan selects
+    /// their family (`[host] colliding_families`).
+    shapes: HashMap<String, Arc<Profile>>,
+}
+
+/// What a called name refers to.
+pub struct Resolved {
+    /// The canonical tool that runs.
+    pub tool: Arc<MountedTool>,
+    /// The profile whose schema the caller used, if any.
+    pub profile: Option<Arc<Profile>>,
+    /// The profile is a second shape of a canonical name: the canonical
+    /// schema is tried first.
+    pub alternative: bool,
+}
+
+/// What happened to one alias profile at mount.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ProfileAdded {
+    /// Callable under its name.
+    Added,
+    /// Its canonical tool is not mounted (web_search without a backend).
+    ToolMissing,
+    /// Its name is a canonical tool's and its family is not selected.
+    NameTaken,
 }
 
 impl Registry {
@@ -60,10 +89,79 @@ impl Registry {
         Ok(())
     }
 
-    /// The tool a name or alias refers to.
+    /// Adds an alias profile. It wins over a plain alias of the same name
+    /// (a module's `.alias("Bash")`); under a canonical tool's name it is
+    /// a second shape only when `colliding_families` names its family.
+    pub fn add_profile(&mut self, profile: Profile, colliding_families: &[String]) -> ProfileAdded {
+        let Some(target) = self.canonical(&profile.def.tool) else {
+            return ProfileAdded::ToolMissing;
+        };
+        let name = profile.name().to_string();
+        if self.tools.contains_key(&name) {
+            if !colliding_families.contains(&profile.def.family) {
+                return ProfileAdded::NameTaken;
+            }
+            self.shapes.insert(name, Arc::new(profile));
+            return ProfileAdded::Added;
+        }
+        self.aliases.remove(&name);
+        self.profiles.insert(name, (target, Arc::new(profile)));
+        ProfileAdded::Added
+    }
+
+    /// What a called name refers to: the tool, and the profile whose
+    /// schema the caller used.
+    pub fn resolve(&self, name: &str) -> Option<Resolved> {
+        if let Some(tool) = self.tools.get(name) {
+            return Some(Resolved {
+                tool: tool.clone(),
+                profile: self.shapes.get(name).cloned(),
+                alternative: true,
+            });
+        }
+        if let Some((target, profile)) = self.profiles.get(name) {
+            return self.tools.get(target).map(|tool| Resolved {
+                tool: tool.clone(),
+                profile: Some(profile.clone()),
+                alternative: false,
+            });
+        }
+        let tool = self.aliases.get(name).and_then(|target| self.tools.get(target))?;
+        Some(Resolved {
+            tool: tool.clone(),
+            profile: None,
+            alternative: false,
+        })
+    }
+
+    /// Every alias whose tool is mounted, sorted by name, with its
+    /// profile when it has one.
+    pub fn aliases(&self) -> Vec<(String, Arc<MountedTool>, Option<Arc<Profile>>)> {
+        let plain = self
+            .aliases
+            .iter()
+            .filter_map(|(name, target)| Some((name.clone(), self.tools.get(target)?.clone(), None)));
+        let profiled = self.profiles.iter().filter_map(|(name, (target, profile))| {
+            Some((
+                name.clone(),
+                self.tools.get(target)?.clone(),
+                Some(profile.clone()),
+            ))
+        });
+        let mut all: Vec<_> = plain.chain(profiled).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// The tool a name, alias or profile refers to.
     pub fn get(&self, name: &str) -> Option<&Arc<MountedTool>> {
         self.tools
             .get(name)
+            .or_else(|| {
+                self.profiles
+                    .get(name)
+                    .and_then(|(target, _)| self.tools.get(target))
+            })
             .or_else(|| self.aliases.get(name).and_then(|target| self.tools.get(target)))
     }
 
@@ -105,6 +203,7 @@ impl Registry {
             .tools
             .keys()
             .chain(self.aliases.keys())
+            .chain(self.profiles.keys())
             .map(|candidate| {
                 let lower = candidate.to_lowercase();
                 let mut score = strsim::jaro_winkler(&wanted, &lower);

@@ -69,12 +69,31 @@ pub(super) fn status_line(label: &str, result: &ToolResult, colour: bool) -> Str
     line
 }
 
-/// A result for a person: its text, then its status line.
+/// A result for a person: its text, its content blocks (an image as
+/// `[image: image/png, N bytes]`), then its status line.
 pub(super) fn result_block(label: &str, result: &ToolResult, colour: bool) -> String {
-    match output_text(&result.output) {
-        Some(text) => format!("{text}\n{}", status_line(label, result, colour)),
-        None => status_line(label, result, colour),
+    let mut parts: Vec<String> = output_text(&result.output).into_iter().collect();
+    parts.extend(result.content.iter().map(content_line));
+    parts.push(status_line(label, result, colour));
+    parts.join("\n")
+}
+
+/// One content block as a person reads it.
+fn content_line(block: &toolhost_core::ContentBlock) -> String {
+    match block {
+        toolhost_core::ContentBlock::Text { text } => text.trim_end_matches('\n').to_string(),
+        toolhost_core::ContentBlock::Image { mime_type, data } => {
+            format!("[image: {mime_type}, {} bytes]", base64_len(data))
+        }
+        #[allow(unreachable_patterns)]
+        _ => "[content block]".to_string(),
     }
+}
+
+/// The decoded size of standard base64 text (padding counted off).
+fn base64_len(data: &str) -> usize {
+    let padding = data.bytes().rev().take_while(|b| *b == b'=').count().min(2);
+    (data.len() / 4 * 3).saturating_sub(padding)
 }
 
 /// Rows under a header, each column padded to its widest cell; the last
@@ -102,4 +121,23 @@ pub(super) fn table(header: &[&str], rows: &[Vec<String>], colour: bool) -> Vec<
     let mut lines = vec![paint(&line(header.to_vec()), BOLD, colour)];
     lines.extend(rows.iter().map(|r| line(r.iter().map(String::as_str).collect())));
     lines
+}
+
+#[cfg(test)]
+mod content_tests {
+    use super::*;
+
+    #[test]
+    fn an_image_block_reads_as_its_type_and_size() {
+        // "hello" is 5 bytes: aGVsbG8= in base64.
+        let result = ToolResult::success("c", Value::String("seen".into())).with_content(vec![
+            toolhost_core::ContentBlock::image("image/png", "aGVsbG8="),
+            toolhost_core::ContentBlock::text("caption\n"),
+        ]);
+        let block = result_block("read_file", &result, false);
+        let lines: Vec<&str> = block.lines().collect();
+        assert_eq!(&lines[..3], ["seen", "[image: image/png, 5 bytes]", "caption"]);
+        assert_eq!(base64_len("aGVsbG8h"), 6);
+        assert_eq!(base64_len("aGVsbA=="), 4);
+    }
 }

@@ -1,11 +1,46 @@
 //! Mapping between toolhost's wire types and MCP's: tool specs become MCP
-//! tools, ToolResults become `CallToolResult`s.
+//! tools, ToolResults become `CallToolResult`s (their content blocks MCP
+//! text and image content). The stdio fast path and rmcp's path both call
+//! [`call_result`], so both send the same bytes.
 
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 use toolhost_core::{ToolResult, ToolSpec};
+
+use crate::alias::Profile;
+use crate::host::Host;
+
+/// What `tools/list` shows: every canonical tool, then, with
+/// `[host] list_aliases = true`, every alias under its own name: a
+/// profile's alias with the profile's schema and description, a plain
+/// alias with its tool's schema. Hints are always the canonical tool's.
+pub fn tools(host: &Host) -> Vec<Tool> {
+    let mut listed: Vec<Tool> = host.tools().iter().map(|t| tool(&t.spec)).collect();
+    if host.plan.host.list_aliases {
+        for (name, target, profile) in host.aliases() {
+            listed.push(alias_tool(&name, &target.spec, profile.as_deref()));
+        }
+    }
+    listed
+}
+
+/// One alias as MCP lists it.
+fn alias_tool(name: &str, spec: &ToolSpec, profile: Option<&Profile>) -> Tool {
+    let mut listed = tool(spec);
+    listed.name = name.to_string().into();
+    let runs_as = format!(" (runs toolhost's `{}`)", spec.name);
+    listed.description = Some(match profile.and_then(|p| p.def.description.clone()) {
+        Some(own) => format!("{own}{runs_as}").into(),
+        None => format!("{}{runs_as}", spec.description).into(),
+    });
+    if let Some(Value::Object(schema)) = profile.map(|p| &p.def.schema) {
+        listed.input_schema = Arc::new(schema.clone());
+        // The output is the canonical tool's, whatever the input's shape.
+    }
+    listed
+}
 
 /// A tool spec as MCP lists it: name, title, description, input schema,
 /// output schema (only when it describes an object, as MCP requires), and
@@ -54,7 +89,12 @@ fn object_schema() -> JsonObject {
 pub fn call_result(result: ToolResult) -> CallToolResult {
     let meta = meta(&result);
     let mut out = if result.success {
-        let mut r = CallToolResult::success(vec![ContentBlock::text(text_of(&result.output))]);
+        let content = if result.content.is_empty() {
+            vec![ContentBlock::text(text_of(&result.output))]
+        } else {
+            blocks(&result.content)
+        };
+        let mut r = CallToolResult::success(content);
         if result.output.is_object() {
             r.structured_content = Some(result.output);
         }
@@ -66,13 +106,39 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
             None => format!("the call ended with status {}", result.status.as_str()),
         };
         let mut content = vec![ContentBlock::text(message)];
-        if !result.output.is_null() {
+        if !result.content.is_empty() {
+            content.extend(blocks(&result.content));
+        } else if !result.output.is_null() {
             content.push(ContentBlock::text(text_of(&result.output)));
         }
         CallToolResult::error(content)
     };
     out.meta = Some(meta);
     out
+}
+
+/// A result's content blocks as MCP content: text as `TextContent`, an
+/// image as `ImageContent` (`data` base64, `mimeType`). A block kind this
+/// host does not know (the enum is non-exhaustive) is named in a text
+/// block rather than dropped silently.
+fn blocks(content: &[toolhost_core::ContentBlock]) -> Vec<ContentBlock> {
+    content
+        .iter()
+        .map(|block| match block {
+            toolhost_core::ContentBlock::Text { text } => ContentBlock::text(text.clone()),
+            toolhost_core::ContentBlock::Image { mime_type, data } => {
+                ContentBlock::image(data.clone(), mime_type.clone())
+            }
+            #[allow(unreachable_patterns)]
+            other => ContentBlock::text(format!(
+                "[content block this toolhost cannot send over MCP: {}]",
+                serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_default()
+            )),
+        })
+        .collect()
 }
 
 /// `{"toolhost": {status, code?, tool_call_id, duration_ms, truncated?}}`.
@@ -146,5 +212,29 @@ mod tests {
         assert_eq!(failed.is_error, Some(true));
         let meta = failed.meta.expect("meta");
         assert_eq!(meta.0["toolhost"]["status"], json!("validation_error"));
+    }
+
+    #[test]
+    fn content_blocks_become_mcp_text_and_image_content() {
+        let result = ToolResult::success("c4", json!({"path": "a.png"})).with_content(vec![
+            toolhost_core::ContentBlock::text("a.png, 1x1"),
+            toolhost_core::ContentBlock::image("image/png", "iVBORw0KGgo="),
+        ]);
+        let wire = serde_json::to_value(call_result(result)).expect("serializes");
+        assert_eq!(
+            wire["content"],
+            json!([
+                {"type": "text", "text": "a.png, 1x1"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+            ])
+        );
+        assert_eq!(wire["structuredContent"], json!({"path": "a.png"}));
+        let failed = ToolResult::failure("c5", Status::Error, "too_big", "image too large")
+            .with_content(vec![toolhost_core::ContentBlock::text("partial")]);
+        let wire = serde_json::to_value(call_result(failed)).expect("serializes");
+        assert_eq!(
+            wire["content"],
+            json!([{"type": "text", "text": "image too large"}, {"type": "text", "text": "partial"}])
+        );
     }
 }

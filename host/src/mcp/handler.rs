@@ -33,12 +33,7 @@ impl ToolhostServer {
     /// A server over `pipeline`. `gone` fires when the client is gone (stdin
     /// closed, session ended): every call in flight is then cancelled.
     pub fn new(pipeline: Arc<Pipeline>, gone: CancelToken) -> Self {
-        let tools = pipeline
-            .host()
-            .tools()
-            .iter()
-            .map(|t| convert::tool(&t.spec))
-            .collect();
+        let tools = convert::tools(pipeline.host());
         ToolhostServer {
             pipeline,
             tools: Arc::new(tools),

@@ -28,6 +28,7 @@ pub mod record;
 pub mod resolve;
 pub mod schedule;
 pub mod validate;
+pub mod validate_alias;
 pub mod watchdog;
 
 use std::future::Future;
@@ -197,13 +198,17 @@ impl Pipeline {
     }
 
     /// Stages 1–4 (and the idempotency lookup).
-    async fn prepare(&self, id: &str, call: Call, trace: &mut Trace) -> Result<Prepared, ToolResult> {
+    async fn prepare(&self, id: &str, mut call: Call, trace: &mut Trace) -> Result<Prepared, ToolResult> {
         // 1. resolve
-        let tool = resolve::tool(&self.host, id, &call.name)?;
+        let resolved = resolve::call(&self.host, id, &call.name)?;
+        let tool = resolved.tool.clone();
         trace.tool = Some(tool.clone());
-        // 2. validate
+        // 2. validate (an alias profile's input is mapped to the canonical one)
         trace.decision = "invalid";
-        validate::input(&tool, id, &call.input)?;
+        call.input = validate_alias::call(&resolved, &call.name, id, std::mem::take(&mut call.input))?;
+        if trace.input_for_key.is_some() {
+            trace.input_for_key = Some(call.input.clone());
+        }
         // 3. policy (and approval)
         trace.decision = "deny";
         let verdict = policy::check(

@@ -8,11 +8,18 @@ use toolhost_core::wire::codes;
 use toolhost_core::{Status, ToolResult};
 
 use crate::host::Host;
+use crate::registry::Resolved;
 use crate::tool::MountedTool;
 
 /// The tool `name` refers to, or an `unknown_tool` result with suggestions.
 pub fn tool(host: &Host, id: &str, name: &str) -> Result<Arc<MountedTool>, ToolResult> {
-    host.tool(name).ok_or_else(|| {
+    call(host, id, name).map(|r| r.tool)
+}
+
+/// The tool `name` refers to and the alias profile whose schema the caller
+/// used (see [`crate::alias`]), or an `unknown_tool` result.
+pub fn call(host: &Host, id: &str, name: &str) -> Result<Resolved, ToolResult> {
+    host.resolve(name).ok_or_else(|| {
         let suggestions = host.suggest(name);
         ToolResult::failure(
             id,

@@ -41,6 +41,9 @@ pub struct Plan {
     pub policy: PolicySection,
     /// Hooks, in plan order.
     pub hooks: Vec<HookEntry>,
+    /// `[[alias_profiles]]`: the plan's own profiles (a built-in one of
+    /// the same name is replaced).
+    pub alias_profiles: Vec<crate::alias::ProfileDef>,
 }
 
 /// One `[[tools]]` entry, ready to load.
@@ -328,6 +331,7 @@ impl Plan {
             tools,
             policy: raw.policy,
             hooks: raw.hooks,
+            alias_profiles: raw.alias_profiles,
         })
     }
 

@@ -17,6 +17,8 @@ pub(super) struct PlanFile {
     pub policy: PolicySection,
     #[serde(default)]
     pub hooks: Vec<HookEntry>,
+    #[serde(default)]
+    pub alias_profiles: Vec<crate::alias::ProfileDef>,
 }
 
 /// `[host]`: settings of the host itself.
@@ -50,6 +52,15 @@ pub struct HostSection {
     /// Isolation for `[[tools]]` entries that do not set their own
     /// (unset: `module` entries in-process, `path` entries in a process).
     pub default_isolation: Option<Isolation>,
+    /// List aliases (with their profiles' schemas) in MCP `tools/list`
+    /// beside the canonical tools (off: only canonical names are listed).
+    #[serde(default)]
+    pub list_aliases: bool,
+    /// Alias families whose profiles share a canonical tool's name (Amp's
+    /// `edit_file`, `undo_edit`): listed here, that name also accepts the
+    /// family's shape when the input does not fit the canonical schema.
+    #[serde(default)]
+    pub colliding_families: Vec<String>,
 }
 
 impl Default for HostSection {
@@ -65,6 +76,8 @@ impl Default for HostSection {
             audit_inputs: false,
             batch_concurrency: default_batch_concurrency(),
             default_isolation: None,
+            list_aliases: false,
+            colliding_families: Vec::new(),
         }
     }
 }

@@ -1,0 +1,218 @@
+//! Alias profiles: a trained tool family's own name *and schema* for a
+//! canonical tool, with a declarative mapping onto the canonical input.
+//!
+//! Models are trained on Claude Code's and Amp's tools. A plain alias
+//! (`Bash` → `bash`) only renames; a profile also accepts that family's
+//! parameters exactly (`-i`, `bash_id`, `timeout` in milliseconds) and maps
+//! them onto the canonical tool's (`case_insensitive`, `id`, seconds). The
+//! mapping is data ([`ProfileDef`]), not code, so a plan can add profiles
+//! (`[[alias_profiles]]`) in the same shape as the built-in families
+//! (`families.json`).
+//!
+//! A call by a profile's name is validated against the profile's schema
+//! first (errors name the caller's parameters), then mapped, then
+//! validated against the canonical schema (errors translated back to the
+//! caller's names where a parameter maps one to one).
+
+mod mapping;
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use mapping::MapError;
+
+/// One profile as written in `families.json` or a plan's
+/// `[[alias_profiles]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileDef {
+    /// The name the trained family calls the tool by.
+    pub name: String,
+    /// The family (`claude_code`, `amp`, or a plan's own).
+    #[serde(default = "plan_family")]
+    pub family: String,
+    /// The canonical tool it maps onto (its public name).
+    pub tool: String,
+    /// What MCP `tools/list` shows for the alias (`list_aliases`); the
+    /// canonical tool's description when absent.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The family's input schema (JSON Schema, an object schema).
+    pub schema: Value,
+    /// How each of the family's parameters maps; a parameter not listed
+    /// keeps its name and value.
+    #[serde(default)]
+    pub params: BTreeMap<String, ParamRule>,
+    /// Canonical parameters given when the mapped input lacks them.
+    #[serde(default)]
+    pub defaults: BTreeMap<String, Value>,
+    /// Canonical parameters always set to a constant.
+    #[serde(default)]
+    pub set: BTreeMap<String, Value>,
+}
+
+fn plan_family() -> String {
+    "plan".into()
+}
+
+/// How one of the family's parameters becomes a canonical one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamRule {
+    /// The canonical parameter (default: the same name).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Multiplies a number (`0.001`: milliseconds to seconds). A result
+    /// that is a whole number is passed as an integer.
+    #[serde(default)]
+    pub scale: Option<f64>,
+    /// Accepted and not passed on.
+    #[serde(default)]
+    pub drop: bool,
+    /// For an array of strings: each item formatted with this template
+    /// (`{}` is the item), the results joined with `join`.
+    #[serde(default)]
+    pub each: Option<String>,
+    /// Separator for `each` (default a space).
+    #[serde(default)]
+    pub join: Option<String>,
+    /// Appends the (formatted) value to the canonical string parameter,
+    /// after a space, instead of setting it.
+    #[serde(default)]
+    pub append: bool,
+}
+
+/// A checked profile with its schema compiled on first use.
+#[derive(Debug)]
+pub struct Profile {
+    /// Its definition.
+    pub def: ProfileDef,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl Profile {
+    /// Checks a definition: an object schema, and rules only for
+    /// parameters the schema has.
+    pub fn new(def: ProfileDef) -> Result<Profile, String> {
+        let props = def
+            .schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("alias profile '{}': `schema` needs `properties`", def.name))?;
+        for (param, rule) in &def.params {
+            if !props.contains_key(param) {
+                return Err(format!(
+                    "alias profile '{}': a rule for '{param}', which its schema does not have",
+                    def.name
+                ));
+            }
+            if rule.drop && (rule.to.is_some() || rule.scale.is_some() || rule.each.is_some()) {
+                return Err(format!(
+                    "alias profile '{}': '{param}' is dropped and mapped at once",
+                    def.name
+                ));
+            }
+        }
+        jsonschema::validator_for(&def.schema)
+            .map_err(|e| format!("alias profile '{}' has an invalid schema: {e}", def.name))?;
+        Ok(Profile {
+            def,
+            validator: OnceLock::new(),
+        })
+    }
+
+    /// The alias's name.
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    /// The family's name as people read it (`Claude Code`, `Amp`).
+    pub fn family_label(&self) -> String {
+        match self.def.family.as_str() {
+            "claude_code" => "Claude Code".into(),
+            "amp" => "Amp".into(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The profile's own validator.
+    pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::validator_for(&self.def.schema)
+                    .map_err(|e| format!("alias profile '{}' has an invalid schema: {e}", self.def.name))
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    /// The caller's input as the canonical tool's input.
+    pub fn to_canonical(&self, input: &Value) -> Result<Value, MapError> {
+        mapping::to_canonical(&self.def, input)
+    }
+
+    /// The caller's parameter that became canonical parameter `canonical`
+    /// (for error messages); `None` when none did one to one.
+    pub fn caller_param(&self, canonical: &str) -> Option<&str> {
+        mapping::caller_param(&self.def, canonical)
+    }
+
+    /// The names of the schema's top-level parameters.
+    pub fn params(&self) -> impl Iterator<Item = &str> {
+        self.def
+            .schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|p| p.keys().map(String::as_str))
+    }
+}
+
+/// The built-in families (Claude Code, Amp), from `families.json`.
+pub fn builtin() -> &'static [ProfileDef] {
+    static BUILTIN: OnceLock<Vec<ProfileDef>> = OnceLock::new();
+    BUILTIN.get_or_init(|| {
+        #[derive(Deserialize)]
+        struct File {
+            profiles: Vec<ProfileDef>,
+        }
+        // The file is part of the binary and checked by a unit test; a
+        // broken edit fails that test, not a user's call.
+        serde_json::from_str::<File>(include_str!("families.json"))
+            .map(|f| f.profiles)
+            .unwrap_or_else(|e| {
+                tracing::error!("the built-in alias profiles do not parse: {e}");
+                Vec::new()
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_profile_is_valid() {
+        let defs: Value = serde_json::from_str(include_str!("families.json")).expect("families.json parses");
+        let count = defs["profiles"].as_array().expect("profiles").len();
+        assert_eq!(builtin().len(), count, "every profile deserializes");
+        for def in builtin() {
+            Profile::new(def.clone()).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    #[test]
+    fn a_rule_for_a_parameter_the_schema_lacks_is_refused() {
+        let def: ProfileDef = serde_json::from_value(serde_json::json!({
+            "name": "X", "tool": "t",
+            "schema": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "params": {"b": {"to": "c"}}
+        }))
+        .expect("def");
+        let err = Profile::new(def).expect_err("refused");
+        assert!(err.contains("'b'"), "{err}");
+    }
+}
