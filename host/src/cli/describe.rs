@@ -14,6 +14,19 @@ pub(super) fn run(host: &Host, name: &str) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     };
     let mut spec = serde_json::to_value(&tool.spec).unwrap_or_default();
+    // A profile's name: its own schema, and the tool it runs as.
+    if let Some(profile) = host
+        .resolve(name)
+        .and_then(|r| r.profile.filter(|_| !r.alternative))
+    {
+        spec["name"] = json!(name);
+        spec["input_schema"] = profile.def.schema.clone();
+        if let Some(description) = &profile.def.description {
+            spec["description"] = json!(description);
+        }
+        spec["alias_of"] = json!(tool.name());
+        spec["family"] = json!(profile.def.family);
+    }
     spec["module"] = json!({
         "name": tool.module.name,
         "version": tool.module.version,
