@@ -454,7 +454,7 @@ fn write_file_creates_and_replaces_atomically_keeping_the_mode() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o751)).unwrap();
     let results = lab.batch(&[
         json!({"name": "read_file", "input": {"file_path": "run.sh"}}),
-        json!({"name": "create_file", "input": {"file_path": "run.sh", "content": "echo new\n"}}),
+        json!({"name": "create_file", "input": {"path": "run.sh", "content": "echo new\n"}}),
     ]);
     assert_eq!(status(&results[1]), "success", "{}", results[1]);
     assert!(results[1]["output"]
