@@ -6,6 +6,7 @@
 // (wait4 for a child's peak RSS), each allowed where it is used.
 #![deny(unsafe_code)]
 
+mod alias;
 mod bash;
 mod bash_policy;
 mod filesystem;
@@ -66,6 +67,7 @@ fn main() -> anyhow::Result<()> {
         ("mcp", mcp::run),
         ("isolation", isolation::run),
         ("soak", soak::run),
+        ("alias", alias::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {
