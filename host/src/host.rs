@@ -187,6 +187,22 @@ impl Host {
             let added = registry.add_profile(profile, colliding);
             tracing::debug!(alias = %def.name, tool = %def.tool, ?added, "alias profile");
         }
+        // Policy rules match the canonical tool's names; a rule written for
+        // a profile-only name (MultiEdit, WebFetch) would silently match
+        // nothing, so it is refused with the name to use.
+        for name in self.plan.policy.tools.keys() {
+            let Some(resolved) = registry.resolve(name) else {
+                continue;
+            };
+            let profile_only = resolved.profile.is_some() && !resolved.alternative;
+            if profile_only && !resolved.tool.names().any(|n| n == name) {
+                return Err(format!(
+                    "[policy.tools.{name}] names the alias profile '{name}'; rules apply to the tool it runs: \
+                     write it as [policy.tools.{}]",
+                    resolved.tool.name()
+                ));
+            }
+        }
         Ok(())
     }
 

@@ -797,3 +797,51 @@ b = { to = "pattern" }
         .to_string();
     assert!(err.contains("'Broken'") && err.contains("'b'"), "{err}");
 }
+
+#[test]
+fn a_policy_rule_for_a_profile_only_name_is_refused_with_the_name_to_use() {
+    let text = format!(
+        "[host]\nmodule_path = [{:?}]\n\n[[tools]]\nmodule = \"filesystem\"\n\n[policy.tools.MultiEdit]\ndecision = \"deny\"\n",
+        common::target_dir().display().to_string()
+    );
+    let plan = toolhost::plan::Plan::parse(&text, Path::new("policy.toml")).expect("parses");
+    let err = toolhost::host::Host::open(plan)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("[policy.tools.edit_file]"), "{err}");
+}
+
+#[test]
+fn hostile_inputs_to_profiles_are_refused_in_the_callers_terms() {
+    let (_tmp, ctx) = ctx();
+    let host = host(&ctx, "");
+    let refused = |name: &str, input: Value| {
+        let r = host.call(name, input);
+        assert_eq!(r.status.as_str(), "validation_error", "{name}: {r:?}");
+        r.error.expect("error").message
+    };
+    // A domain that would smuggle operators into the query.
+    let m = refused(
+        "WebSearch",
+        json!({"query": "q", "allowed_domains": ["a.org OR evil"]}),
+    );
+    assert!(m.contains("/allowed_domains/0"), "{m}");
+    // More domains than the profile takes.
+    let many: Vec<String> = (0..21).map(|i| format!("d{i}.org")).collect();
+    let m = refused("WebSearch", json!({"query": "q", "blocked_domains": many}));
+    assert!(m.contains("/blocked_domains"), "{m}");
+    // Not a number where milliseconds are expected; a negative one.
+    let m = refused("Bash", json!({"command": "true", "timeout": "1500"}));
+    assert!(m.contains("/timeout"), "{m}");
+    let m = refused("Bash", json!({"command": "true", "timeout": -5}));
+    assert!(m.contains("/timeout"), "{m}");
+    // Not an object at all.
+    let m = refused("Grep", json!(["pattern"]));
+    assert!(m.contains("Grep"), "{m}");
+    // The host is still answering.
+    assert!(
+        host.call("Glob", json!({"pattern": "*.txt", "path": ctx.path("")}))
+            .success
+    );
+}
