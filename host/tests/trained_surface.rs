@@ -845,3 +845,35 @@ fn hostile_inputs_to_profiles_are_refused_in_the_callers_terms() {
             .success
     );
 }
+
+#[test]
+fn a_colliding_name_with_its_family_selected_keeps_the_canonical_shape_and_errs_in_the_closer_terms() {
+    let (_tmp, ctx) = ctx();
+    let amp = host(&ctx, "colliding_families = [\"amp\"]");
+    reset_tree(&ctx.dir);
+    // The canonical shape still works under the shared name.
+    let canonical = amp.call(
+        "edit_file",
+        json!({"file_path": ctx.path("edit.txt"), "old_string": "three", "new_string": "3"}),
+    );
+    assert!(canonical.success, "{canonical:?}");
+    // Amp's shape missing `new_str`: the error is in Amp's terms.
+    let amp_shape = amp.call("edit_file", json!({"path": ctx.path("edit.txt"), "old_str": "3"}));
+    let m = amp_shape.error.expect("refused").message;
+    assert!(m.contains("new_str") && m.contains("Amp's edit_file"), "{m}");
+    // The canonical shape missing `new_string`: the canonical terms.
+    let own = amp.call(
+        "edit_file",
+        json!({"file_path": ctx.path("edit.txt"), "old_string": "3"}),
+    );
+    let m = own.error.expect("refused").message;
+    assert!(m.contains("new_string") && !m.contains("Amp"), "{m}");
+    // Without the family selected, Amp's shape is refused in canonical terms.
+    let plain = host(&ctx, "");
+    let r = plain.call(
+        "edit_file",
+        json!({"path": ctx.path("edit.txt"), "old_str": "3", "new_str": "4"}),
+    );
+    let m = r.error.expect("refused").message;
+    assert!(m.contains("file_path") && !m.contains("Amp"), "{m}");
+}
