@@ -877,3 +877,16 @@ fn a_colliding_name_with_its_family_selected_keeps_the_canonical_shape_and_errs_
     let m = r.error.expect("refused").message;
     assert!(m.contains("file_path") && !m.contains("Amp"), "{m}");
 }
+
+#[test]
+fn web_fetch_without_a_prompt_carries_no_note() {
+    let (_tmp, ctx) = ctx();
+    let host = host(&ctx, "");
+    let plain = host.call("web_fetch", json!({"url": ctx.web.url("/plain")}));
+    assert!(plain.success, "{plain:?}");
+    assert!(plain.output.get("prompt_note").is_none(), "{}", plain.output);
+    let amp = host.call("read_web_page", json!({"url": ctx.web.url("/plain")}));
+    assert!(amp.success, "{amp:?}");
+    assert!(amp.output.get("prompt_note").is_none(), "{}", amp.output);
+    assert_eq!(amp.output["content"], plain.output["content"]);
+}
