@@ -890,3 +890,83 @@ fn web_fetch_without_a_prompt_carries_no_note() {
     assert!(amp.output.get("prompt_note").is_none(), "{}", amp.output);
     assert_eq!(amp.output["content"], plain.output["content"]);
 }
+
+/// Reads a background job through `read` (with `filter`) until `until`
+/// shows up, then ends it with `kill`; returns what was read.
+fn read_filtered(
+    host: &InProcess,
+    start: &str,
+    read: (&str, &str),
+    kill: (&str, &str),
+    until: &str,
+) -> String {
+    let started = host.call(
+        start,
+        json!({"command": "printf 'keep 1\\ndrop\\nkeep 2\\n'; sleep 30", "run_in_background": true}),
+    );
+    assert!(started.success, "{start}: {started:?}");
+    let id = started.output["id"].as_str().expect("a job id").to_string();
+    let mut stdout = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !stdout.contains(until) {
+        assert!(
+            Instant::now() < deadline,
+            "{} never returned {until:?}: {stdout:?}",
+            read.0
+        );
+        let r = host.call(read.0, json!({ read.1: id, "filter": "^keep" }));
+        assert!(r.success, "{}: {r:?}", read.0);
+        stdout.push_str(r.output["stdout"].as_str().unwrap_or_default());
+        if !stdout.contains(until) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let killed = host.call(kill.0, json!({ kill.1: id }));
+    assert!(killed.success, "{}: {killed:?}", kill.0);
+    stdout
+}
+
+/// BashOutput's `filter` needs the shell branch's canonical `filter`: until
+/// then it is refused in the caller's terms; after, the trained and the
+/// canonical flows must read the same filtered lines.
+#[test]
+fn bash_output_filter_is_refused_until_bash_output_takes_it_then_matches() {
+    let (_tmp, ctx) = ctx();
+    let host = host(&ctx, "");
+    let started = host.call(
+        "bash",
+        json!({"command": "printf 'keep 1\\ndrop\\n'; sleep 30", "run_in_background": true}),
+    );
+    let id = started.output["id"].as_str().expect("a job id").to_string();
+    let probe = host.call("bash_output", json!({"id": id, "filter": "^keep"}));
+    let pending = probe.status.as_str() == "validation_error"
+        && probe
+            .error
+            .as_ref()
+            .is_some_and(|e| e.message.contains("'filter'"));
+    if pending {
+        let trained = host.call("BashOutput", json!({"bash_id": id, "filter": "^keep"}));
+        let error = trained.error.expect("refused while bash_output lacks filter");
+        assert!(error.message.contains("'filter'"), "{}", error.message);
+        assert_eq!(error.details.expect("details")["stage"], "canonical");
+        assert!(host.call("bash_kill", json!({"id": id})).success);
+        return;
+    }
+    assert!(host.call("bash_kill", json!({"id": id})).success);
+    let trained = read_filtered(
+        &host,
+        "Bash",
+        ("BashOutput", "bash_id"),
+        ("KillShell", "shell_id"),
+        "keep 2",
+    );
+    let canonical = read_filtered(
+        &host,
+        "bash",
+        ("bash_output", "id"),
+        ("bash_kill", "id"),
+        "keep 2",
+    );
+    assert_eq!(trained, canonical);
+    assert!(!trained.contains("drop"), "{trained}");
+}
