@@ -970,3 +970,41 @@ fn bash_output_filter_is_refused_until_bash_output_takes_it_then_matches() {
     assert_eq!(trained, canonical);
     assert!(!trained.contains("drop"), "{trained}");
 }
+
+/// An idempotency key covers the canonical call: the same write by its
+/// trained name and by its canonical name is one call.
+#[test]
+fn an_idempotency_key_sees_the_mapped_input() {
+    let (_tmp, ctx) = ctx();
+    let host = host(&ctx, &format!("state_dir = {:?}", ctx.path(".state")));
+    let call = |name: &str, input: Value| {
+        host.runtime
+            .block_on(host.pipeline.call(toolhost::pipeline::Call {
+                name: name.into(),
+                input,
+                idempotency_key: Some("write-once".into()),
+                ..Default::default()
+            }))
+    };
+    let first = call(
+        "create_file",
+        json!({"path": ctx.path("new.txt"), "content": "once\n"}),
+    );
+    assert!(first.success, "{first:?}");
+    assert!(first.metadata.extra.get("idempotent_replay").is_none());
+    std::fs::write(ctx.dir.join("new.txt"), "changed\n").expect("change the file");
+    let again = call(
+        "write_file",
+        json!({"file_path": ctx.path("new.txt"), "content": "once\n"}),
+    );
+    assert_eq!(
+        again.metadata.extra.get("idempotent_replay"),
+        Some(&json!(true)),
+        "{again:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ctx.dir.join("new.txt")).expect("read"),
+        "changed\n",
+        "the replay did not write again"
+    );
+}
