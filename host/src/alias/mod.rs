@@ -115,12 +115,18 @@ impl Profile {
                     def.name
                 ));
             }
+            if rule.scale.is_some() && rule.each.is_some() {
+                return Err(format!(
+                    "alias profile '{}': '{param}' has both `scale` (a number) and `each` (a list)",
+                    def.name
+                ));
+            }
         }
-        jsonschema::validator_for(&def.schema)
+        let compiled = jsonschema::validator_for(&def.schema)
             .map_err(|e| format!("alias profile '{}' has an invalid schema: {e}", def.name))?;
         Ok(Profile {
             def,
-            validator: OnceLock::new(),
+            validator: OnceLock::from(Ok(compiled)),
         })
     }
 
