@@ -128,6 +128,7 @@ impl Host {
         let Some(watch) = &module.info.watch else { return };
         let registry = Arc::downgrade(&self.registry);
         let info = Arc::downgrade(&module.info);
+        let policy = self.plan.policy.tools.clone();
         watch.0.on_change(Arc::new(move |tools: Vec<Arc<MountedTool>>| {
             let (Some(registry), Some(info)) = (registry.upgrade(), info.upgrade()) else {
                 return;
@@ -137,9 +138,25 @@ impl Host {
             };
             let old = registry.tools_of(&info);
             registry.remove_module(&info);
-            if let Err(e) = registry.add_all(&tools) {
-                tracing::error!(module = %info.name, "kept the old tool list: {e}");
-                let _ = registry.add_all(&old);
+            let tools = match registry.add_all(&tools) {
+                Ok(()) => tools,
+                Err(e) => {
+                    tracing::error!(module = %info.name, "kept the old tool list: {e}");
+                    let _ = registry.add_all(&old);
+                    old
+                }
+            };
+            // Removing the old tools dropped the plan's aliases for them:
+            // give the new list's tools theirs again.
+            for tool in &tools {
+                let Some(rule) = policy.get(&tool.spec.name) else {
+                    continue;
+                };
+                for alias in &rule.aliases {
+                    if let Err(e) = registry.add_alias(alias, &tool.spec.name) {
+                        tracing::error!(module = %info.name, "after the tool list changed: {e}");
+                    }
+                }
             }
         }));
     }

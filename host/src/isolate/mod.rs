@@ -10,6 +10,7 @@
 pub(crate) mod exit;
 mod frame;
 pub(crate) mod ledger;
+pub(crate) mod restart;
 pub(crate) mod spawn;
 mod supervisor;
 pub mod worker;

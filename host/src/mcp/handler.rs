@@ -23,7 +23,6 @@ use crate::pipeline::{Call, Pipeline};
 #[derive(Clone)]
 pub struct ToolhostServer {
     pipeline: Arc<Pipeline>,
-    tools: Arc<Vec<Tool>>,
     gone: CancelToken,
     /// HTTP: each session's cancel token (fired when the session ends).
     session_calls: Option<Arc<SessionCalls>>,
@@ -33,15 +32,8 @@ impl ToolhostServer {
     /// A server over `pipeline`. `gone` fires when the client is gone (stdin
     /// closed, session ended): every call in flight is then cancelled.
     pub fn new(pipeline: Arc<Pipeline>, gone: CancelToken) -> Self {
-        let tools = pipeline
-            .host()
-            .tools()
-            .iter()
-            .map(|t| convert::tool(&t.spec))
-            .collect();
         ToolhostServer {
             pipeline,
-            tools: Arc::new(tools),
             gone,
             session_calls: None,
         }
@@ -64,7 +56,6 @@ impl ToolhostServer {
     pub fn for_connection(&self, gone: CancelToken) -> Self {
         ToolhostServer {
             pipeline: self.pipeline.clone(),
-            tools: self.tools.clone(),
             gone,
             session_calls: self.session_calls.clone(),
         }
@@ -110,7 +101,16 @@ impl ServerHandler for ToolhostServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        // Read from the registry each time: a mounted MCP server's
+        // `tools/list_changed` changes it while the session lives.
+        let tools: Vec<Tool> = self
+            .pipeline
+            .host()
+            .tools()
+            .iter()
+            .map(|t| convert::tool(&t.spec))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(

@@ -26,7 +26,7 @@ use toolhost_core::{CallRequest, Status, ToolResult};
 use super::{convert, runtime};
 use crate::isolate::crashed_result;
 use crate::isolate::exit::{self, Ended};
-use crate::isolate::ledger::{Ledger, MAX_CRASHES, WINDOW};
+use crate::isolate::restart::Restarts;
 use crate::plan::McpSource;
 
 /// How long connecting (spawn, initialize, tools/list) may take.
@@ -93,18 +93,12 @@ struct Conn {
     counted: AtomicBool,
 }
 
-#[derive(Default)]
-struct State {
-    live: Option<Arc<Conn>>,
-    ledger: Ledger,
-}
-
 /// One `[tools.mcp]` server.
 pub struct Server {
     label: String,
     source: McpSource,
     routes: Routes,
-    state: Mutex<State>,
+    state: Restarts<Conn>,
     /// Run (on the MCP runtime) when the server says its tool list changed.
     on_change: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// The server said its tool list changed since the last re-read began.
@@ -120,7 +114,7 @@ impl Server {
             label,
             source,
             routes: Arc::default(),
-            state: Mutex::new(State::default()),
+            state: Restarts::default(),
             on_change: Mutex::new(None),
             refresh_pending: AtomicBool::new(false),
             refresher: AtomicBool::new(false),
@@ -139,16 +133,14 @@ impl Server {
 
     /// Connects (the first time) and returns the server's tools.
     pub fn connect(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let conn = self.open()?;
-        state.live = Some(conn.clone());
-        drop(state);
+        self.state.install(conn.clone());
         self.list_tools(&conn)
     }
 
     /// The server's current tools.
     pub fn tools(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
-        let conn = self.live().map_err(|r| r.message().to_string())?;
+        let conn = self.live(|| false).map_err(|r| r.message().to_string())?;
         self.list_tools(&conn)
     }
 
@@ -337,15 +329,11 @@ impl Server {
     /// The connection died (`ended` says how): forget it and count a crash.
     fn ended(&self, conn: &Arc<Conn>, ended: Ended) {
         *conn.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(ended.clone());
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, conn)) {
-            state.live = None;
+        let crashed = !conn.closing.load(Ordering::SeqCst) && !conn.counted.swap(true, Ordering::SeqCst);
+        let crashes = self.state.ended(conn, crashed);
+        if crashed {
+            tracing::error!(server = %self.label, crashes, "MCP server {}", ended.why);
         }
-        if !conn.closing.load(Ordering::SeqCst) && !conn.counted.swap(true, Ordering::SeqCst) {
-            state.ledger.crashed();
-            tracing::error!(server = %self.label, crashes = state.ledger.recent(), "MCP server {}", ended.why);
-        }
-        drop(state);
         if let Some(service) = conn.service.lock().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = runtime::handle().map(|h| {
                 h.spawn(async move {
@@ -355,43 +343,18 @@ impl Server {
         }
     }
 
-    /// The live connection, reconnecting (after the backoff) if there is none.
-    fn live(self: &Arc<Self>) -> Result<Arc<Conn>, ToolResult> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(live) = &state.live {
-            return Ok(live.clone());
-        }
-        if state.ledger.failed() {
-            return Err(ToolResult::failure(
-                "",
-                Status::Error,
-                codes::MODULE_FAILED,
-                format!(
-                    "MCP server '{}' crashed {MAX_CRASHES} times within {}s and is disabled until the host restarts",
-                    self.label,
-                    WINDOW.as_secs()
-                ),
-            ));
-        }
-        let wait = state.ledger.backoff();
-        if !wait.is_zero() {
-            std::thread::sleep(wait);
-        }
-        match self.open() {
-            Ok(conn) => {
+    /// The live connection, reconnecting (after the backoff) if there is
+    /// none; `stop` ends the wait for another caller's reconnection.
+    fn live(self: &Arc<Self>, stop: impl Fn() -> bool) -> Result<Arc<Conn>, ToolResult> {
+        let conn = self.state.live(
+            || {
+                let conn = self.open()?;
                 tracing::info!(server = %self.label, "reconnected to the MCP server");
-                state.live = Some(conn.clone());
                 Ok(conn)
-            }
-            Err(message) => {
-                state.ledger.crashed();
-                Err(crashed_result(
-                    &self.label,
-                    &format!("could not be restarted: {message}"),
-                    json!({}),
-                ))
-            }
-        }
+            },
+            stop,
+        );
+        conn.map_err(|why| why.result(&format!("MCP server '{}'", self.label)))
     }
 
     /// Runs one call on the server; blocks until it answers, is cancelled
@@ -405,7 +368,7 @@ impl Server {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        let conn = match self.live() {
+        let conn = match self.live(|| ctx.is_cancelled() || ctx.remaining_ms() == 0) {
             Ok(conn) => conn,
             Err(result) => return result,
         };
@@ -523,13 +486,7 @@ impl Server {
 
     /// Ends the connection (and a stdio server's process group).
     pub fn shutdown(&self) {
-        let live = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .live
-            .take();
-        let Some(conn) = live else { return };
+        let Some(conn) = self.state.take() else { return };
         conn.closing.store(true, Ordering::SeqCst);
         if let Some(service) = conn.service.lock().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = runtime::wait(async move {
