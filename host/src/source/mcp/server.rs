@@ -23,7 +23,7 @@ use toolhost_core::abi::FfiContextRef;
 use toolhost_core::wire::codes;
 use toolhost_core::{CallRequest, Status, ToolResult};
 
-use super::{convert, runtime};
+use super::{convert, probe, runtime};
 use crate::isolate::crashed_result;
 use crate::isolate::exit::{self, Ended};
 use crate::isolate::restart::Restarts;
@@ -79,18 +79,21 @@ impl ClientHandler for Handler {
 }
 
 /// A live connection.
-struct Conn {
-    peer: Peer<RoleClient>,
+pub(super) struct Conn {
+    pub(super) peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     /// The stdio server's process group, to end it and its children.
     pgid: Option<i32>,
     /// How the stdio server ended, once it has.
-    ended: Mutex<Option<Ended>>,
-    closing: AtomicBool,
+    pub(super) ended: Mutex<Option<Ended>>,
+    pub(super) closing: AtomicBool,
     /// Its crash was counted: one failed connection is one crash, however
     /// many calls were in flight on it (each of them, and the waiter of a
     /// stdio server, reports it).
     counted: AtomicBool,
+    /// Calls waiting on it, and whether a liveness probe watches it (a
+    /// server reached by URL; see [`super::probe`]).
+    pub(super) watch: probe::Watch,
 }
 
 /// One `[tools.mcp]` server.
@@ -250,6 +253,7 @@ impl Server {
                 ended: Mutex::new(None),
                 closing: AtomicBool::new(false),
                 counted: AtomicBool::new(false),
+                watch: probe::Watch::default(),
             }));
         }
 
@@ -314,6 +318,7 @@ impl Server {
             ended: Mutex::new(None),
             closing: AtomicBool::new(false),
             counted: AtomicBool::new(false),
+            watch: probe::Watch::default(),
         });
         let (me, watched) = (self.clone(), conn.clone());
         std::thread::Builder::new()
@@ -327,7 +332,7 @@ impl Server {
     }
 
     /// The connection died (`ended` says how): forget it and count a crash.
-    fn ended(&self, conn: &Arc<Conn>, ended: Ended) {
+    pub(super) fn ended(&self, conn: &Arc<Conn>, ended: Ended) {
         *conn.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(ended.clone());
         let crashed = !conn.closing.load(Ordering::SeqCst) && !conn.counted.swap(true, Ordering::SeqCst);
         let crashes = self.state.ended(conn, crashed);
@@ -372,6 +377,9 @@ impl Server {
             Ok(conn) => conn,
             Err(result) => return result,
         };
+        // A server reached by URL has no process to wait on: a probe
+        // notices its loss while calls are in flight.
+        let _in_flight = probe::watch(self, &conn, conn.pgid.is_none());
         let (tx, rx) = mpsc::channel();
         let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel::<()>();
         let (peer, routes, name) = (conn.peer.clone(), self.routes.clone(), tool.to_string());
@@ -443,6 +451,11 @@ impl Server {
                 }
                 Ok(Reply::Lost(message)) => return self.lost(&conn, &message),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // The connection was found dead (its process ended,
+                    // or the probe lost it) while this call waited.
+                    if let Some(ended) = conn.ended.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+                        return crashed_result(&self.label, &ended.why, ended.details);
+                    }
                     if ctx.is_cancelled() {
                         if let Some(cancel) = cancel.take() {
                             let _ = cancel.send(());
