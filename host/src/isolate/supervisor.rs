@@ -35,7 +35,7 @@ pub fn set_worker_program(path: PathBuf) {
     let _ = WORKER_PROGRAM.set(path);
 }
 
-fn worker_program() -> std::io::Result<PathBuf> {
+pub(crate) fn worker_program() -> std::io::Result<PathBuf> {
     match WORKER_PROGRAM.get() {
         Some(path) => Ok(path.clone()),
         None => std::env::current_exe(),

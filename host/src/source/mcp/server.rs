@@ -82,7 +82,8 @@ impl ClientHandler for Handler {
 pub(super) struct Conn {
     pub(super) peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
-    /// The stdio server's process group, to end it and its children.
+    /// A stdio server's reaper: its pid, which leads the server's process
+    /// group; SIGTERM to it ends the server and all it started.
     pgid: Option<i32>,
     /// How the stdio server ended, once it has.
     pub(super) ended: Mutex<Option<Ended>>,
@@ -262,8 +263,18 @@ impl Server {
             .command
             .split_first()
             .ok_or_else(|| format!("{label}: [tools.mcp] has no command"))?;
-        let mut command = Command::new(program);
+        // The server runs under a subreaper (this executable, re-run as
+        // `__reaper`) that kills whatever the server started, even what
+        // left its process group, when the server ends or is stopped.
+        let reaper = crate::isolate::supervisor::worker_program()
+            .map_err(|e| format!("{label}: cannot find the toolhost executable to run its reaper: {e}"))?;
+        let mut command = Command::new(reaper);
         command
+            .arg("__reaper")
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .arg("--")
+            .arg(program)
             .args(args)
             .env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| passed_env(name)))
@@ -275,10 +286,11 @@ impl Server {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
             // SAFETY: prctl is async-signal-safe and touches no memory of
-            // the parent; it runs in the child between fork and exec.
+            // the parent; it runs in the child between fork and exec. The
+            // reaper takes SIGTERM as "end the server and its children".
             unsafe {
                 command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
                     Ok(())
                 });
             }
@@ -525,11 +537,14 @@ impl Server {
     }
 }
 
+/// Ends a stdio server: its reaper (the group leader `pgid`), on SIGTERM,
+/// kills the server and every process it started, then exits.
 fn kill_group(pgid: Option<i32>) {
     if let Some(pgid) = pgid {
-        // SAFETY: killpg on the process group we created for the server.
+        // SAFETY: kill(2) on the reaper we spawned; the waiter thread reaps
+        // it only after it exits, so the pid is not reused meanwhile.
         unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
+            libc::kill(pgid, libc::SIGTERM);
         }
     }
 }
