@@ -205,7 +205,18 @@ impl Supervisor {
             let manifest_frame = self.expect(&mut reader, Kind::Manifest)?;
             let manifest: Manifest = serde_json::from_str(manifest_frame.body_text())
                 .map_err(|e| format!("its worker sent a malformed manifest: {e}"))?;
-            *self.name.lock().unwrap_or_else(PoisonError::into_inner) = manifest.name.clone();
+            // The name is the one checked against the plan at mount: a
+            // restarted worker (whose library could write any frame
+            // first) may not rename the module its logs and errors name.
+            if envelope.is_some() {
+                *self.name.lock().unwrap_or_else(PoisonError::into_inner) = manifest.name.clone();
+            } else if manifest.name != self.name() {
+                return Err(format!(
+                    "its restarted worker named the module '{}', not '{}' as at mount",
+                    manifest.name,
+                    self.name()
+                ));
+            }
             let load_time = started.elapsed();
             let text = match envelope {
                 Some(make) => {
@@ -301,8 +312,16 @@ impl Supervisor {
                 frame.text.as_deref().unwrap_or(""),
             ),
             Kind::Event => {
+                let event = frame.text.as_deref().unwrap_or("");
+                // The host's own events say what the pipeline did; a
+                // module (which can write any frame on its protocol
+                // descriptor) must not speak for it to their observers.
+                if crate::events::HOST_EVENTS.contains(&event) {
+                    tracing::warn!(module = %self.name(), event, "ignored a host event sent by an isolated module's worker");
+                    return;
+                }
                 let payload: Value = serde_json::from_str(frame.body_text()).unwrap_or(Value::Null);
-                self.events.emit(frame.text.as_deref().unwrap_or(""), &payload);
+                self.events.emit(event, &payload);
             }
             Kind::Events => self.events.contribute(frame.list.unwrap_or_default()),
             other => tracing::debug!(module = %self.name(), "ignored a {other:?} frame from a worker"),
