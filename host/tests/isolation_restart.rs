@@ -4,23 +4,20 @@
 //! the pipeline's kill of a stuck call does not queue behind the start.
 
 mod common;
+mod mcp_peer;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{module_file, Env};
+use mcp_peer::toolhost_meta;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 fn code(result: &CallToolResult) -> Value {
-    result
-        .meta
-        .as_ref()
-        .and_then(|m| m.0.get("toolhost"))
-        .map(|t| t["code"].clone())
-        .unwrap_or(Value::Null)
+    toolhost_meta(result)["code"].clone()
 }
 
 /// Whether `parent` has a child process running `toolhost __worker`.

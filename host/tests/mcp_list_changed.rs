@@ -6,55 +6,16 @@
 //! `[policy.tools.X]` settings across every refresh.
 
 mod common;
+mod mcp_peer;
 
-use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Env;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
+use mcp_peer::{call, node_peer, serve, text, toolhost_meta};
+use rmcp::model::{CallToolResult, Tool};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Value};
-
-fn node_peer(script: &str) -> String {
-    let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node");
-    assert!(
-        node.join("node_modules/@modelcontextprotocol/sdk").is_dir(),
-        "run `npm ci --prefix tests/node --no-audit --no-fund` first (the README's test command does)"
-    );
-    node.join(script).display().to_string()
-}
-
-async fn call(client: &RunningService<RoleClient, ()>, tool: &str, input: Value) -> CallToolResult {
-    let Value::Object(map) = input else {
-        panic!("input must be an object")
-    };
-    let map: JsonObject = map;
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
-        .await
-        .unwrap_or_else(|e| panic!("tools/call {tool} failed at the protocol level: {e}"))
-}
-
-fn text(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(false), "{result:?}");
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("")
-}
-
-fn toolhost_meta(result: &CallToolResult) -> Value {
-    result
-        .meta
-        .as_ref()
-        .and_then(|m| m.0.get("toolhost").cloned())
-        .unwrap_or(Value::Null)
-}
+use rmcp::RoleClient;
+use serde_json::json;
 
 /// Lists the host's tools until `ready` holds for the list (the host
 /// refreshes on its own thread after the server's notification).
@@ -106,13 +67,7 @@ fn a_changed_tool_list_reaches_the_registry_with_aliases_and_policy_reapplied() 
     ));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let mut cmd = tokio::process::Command::from(env.command());
-        cmd.arg("serve");
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn toolhost serve");
-        let client = ().serve(transport).await.expect("initialize");
+        let (client, _) = serve(&env, ()).await;
 
         assert_eq!(text(&call(&client, "first", json!({})).await), "alpha");
 

@@ -4,10 +4,10 @@
 //! second toolhost over stdio and over streamable HTTP.
 
 mod common;
+mod mcp_peer;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{module_file, target_dir, Env};
@@ -289,44 +289,11 @@ fn toolhost_mounted_into_toolhost_over_stdio() {
     assert_eq!(crashed.result["error"]["retryable"], json!(true));
 }
 
-/// Kills the child on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn toolhost_mounted_into_toolhost_over_streamable_http() {
     let env = Env::new("");
     let inner = inner_plan(&env);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plan"])
-        .arg(&inner)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .current_dir(env.path())
-        .env("TOOLHOST_TOKEN", "http-source-test-token")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the inner toolhost");
-    let stderr = child.stderr.take().expect("stderr");
-    let server = Running(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the inner server ended before listening")
-            .expect("read stderr");
-        if let Some(rest) = line.split("streamable HTTP at ").nth(1) {
-            break rest.split_whitespace().next().unwrap_or("").to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (server, url) = mcp_peer::http_server(&env, &inner, "127.0.0.1:0", "http-source-test-token");
 
     env.set_plan(&outer_plan(&format!(
         "url = \"{url}\"\nheaders = {{ Authorization = \"Bearer http-source-test-token\" }}"

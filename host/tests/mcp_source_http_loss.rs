@@ -5,19 +5,17 @@
 //! killed with SIGKILL under a running call.
 
 mod common;
+mod mcp_peer;
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{target_dir, Env};
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, ProgressNotificationParam};
+use mcp_peer::{args, http_server, serve, toolhost_meta};
+use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::NotificationContext;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde_json::{json, Value};
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::json;
 
 /// Counts progress notifications (the readiness signal: the inner tool runs).
 #[derive(Clone, Default)]
@@ -31,61 +29,7 @@ impl ClientHandler for Progress {
     }
 }
 
-/// Kills the child on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the inner `toolhost serve --http` on `address` and returns it
-/// with its URL (read from its "listening" line).
-fn inner_server(env: &Env, plan: &Path, address: &str) -> (Running, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plan")
-        .arg(plan)
-        .args(["serve", "--http", address])
-        .current_dir(env.path())
-        .env("TOOLHOST_TOKEN", "http-loss-test-token")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the inner toolhost");
-    let stderr = child.stderr.take().expect("stderr");
-    let server = Running(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the inner server ended before listening")
-            .expect("read stderr");
-        if let Some(rest) = line.split("streamable HTTP at ").nth(1) {
-            break rest.split_whitespace().next().unwrap_or("").to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (server, url)
-}
-
-fn code(result: &CallToolResult) -> Value {
-    result
-        .meta
-        .as_ref()
-        .and_then(|m| m.0.get("toolhost"))
-        .map(|t| t["code"].clone())
-        .unwrap_or(Value::Null)
-}
-
-fn args(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
-}
+const TOKEN: &str = "http-loss-test-token";
 
 #[test]
 fn an_http_server_dying_mid_call_answers_module_crashed_and_the_next_call_reconnects() {
@@ -99,7 +43,7 @@ fn an_http_server_dying_mid_call_answers_module_crashed_and_the_next_call_reconn
         ),
     )
     .expect("inner plan");
-    let (server, url) = inner_server(&env, &inner, "127.0.0.1:0");
+    let (server, url) = http_server(&env, &inner, "127.0.0.1:0", TOKEN);
     let address = url
         .trim_start_matches("http://")
         .split('/')
@@ -113,14 +57,8 @@ fn an_http_server_dying_mid_call_answers_module_crashed_and_the_next_call_reconn
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let mut cmd = tokio::process::Command::from(env.command());
-        cmd.arg("serve");
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the outer toolhost serve");
         let progress = Progress::default();
-        let client = progress.clone().serve(transport).await.expect("initialize");
+        let (client, _) = serve(&env, progress.clone()).await;
 
         let calls: Vec<_> = (0..2)
             .map(|_| {
@@ -152,8 +90,8 @@ fn an_http_server_dying_mid_call_answers_module_crashed_and_the_next_call_reconn
                     "a call in flight on the dead server was not answered within 30s (its timeout is 120s)",
                 )
                 .expect("task");
-            assert_eq!(code(&result), json!("module_crashed"), "{result:?}");
-            let meta = &result.meta.as_ref().expect("meta").0["toolhost"];
+            let meta = toolhost_meta(&result);
+            assert_eq!(meta["code"], json!("module_crashed"), "{result:?}");
             assert_eq!(meta["retryable"], json!(true), "{meta}");
         }
         eprintln!(
@@ -162,7 +100,7 @@ fn an_http_server_dying_mid_call_answers_module_crashed_and_the_next_call_reconn
         );
 
         // The server comes back on the same address; the next call reconnects.
-        let (_server, _) = inner_server(&env, &inner, &address);
+        let (_server, _) = http_server(&env, &inner, &address, TOKEN);
         let echoed = client
             .call_tool(
                 CallToolRequestParams::new("in__echo").with_arguments(args(json!({"message": "back"}))),

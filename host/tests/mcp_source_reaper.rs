@@ -5,27 +5,21 @@
 //! official TypeScript SDK (`tests/node/orphaning_server.mjs`).
 
 mod common;
+mod mcp_peer;
 
-use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::{process_ends, Env};
+use mcp_peer::{node_peer, serve, text, toolhost_meta};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Value};
+use rmcp::RoleClient;
+use serde_json::json;
 
 fn plan() -> String {
-    let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node");
-    assert!(
-        node.join("node_modules/@modelcontextprotocol/sdk").is_dir(),
-        "run `npm ci --prefix tests/node --no-audit --no-fund` first (the README's test command does)"
-    );
     format!(
         "[[tools]]\nprefix = \"or__\"\n[tools.mcp]\ncommand = [\"node\", \"{}\"]\n",
-        node.join("orphaning_server.mjs").display()
+        node_peer("orphaning_server.mjs")
     )
 }
 
@@ -52,26 +46,6 @@ fn orphan_pid(text: &str) -> u32 {
     pid
 }
 
-fn text(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(false), "{result:?}");
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect()
-}
-
-async fn serve(env: &Env) -> (RunningService<RoleClient, ()>, u32) {
-    let mut cmd = tokio::process::Command::from(env.command());
-    cmd.arg("serve");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn toolhost serve");
-    let pid = transport.id().expect("host pid");
-    (().serve(transport).await.expect("initialize"), pid)
-}
-
 async fn call(client: &RunningService<RoleClient, ()>, tool: &'static str) -> CallToolResult {
     client
         .call_tool(CallToolRequestParams::new(tool))
@@ -90,7 +64,7 @@ fn kill_after(pid: u32) {
 #[tokio::test]
 async fn a_stopped_servers_setsid_child_is_killed() {
     let env = Env::new(&plan());
-    let (client, host) = serve(&env).await;
+    let (client, host) = serve(&env, ()).await;
     let pid = orphan_pid(&text(&call(&client, "or__orphan").await));
     // The client goes: the host shuts down and stops the server.
     client.cancel().await.expect("close");
@@ -107,14 +81,10 @@ async fn a_stopped_servers_setsid_child_is_killed() {
 #[tokio::test]
 async fn a_crashed_servers_setsid_child_is_killed_and_the_server_restarts() {
     let env = Env::new(&plan());
-    let (client, _) = serve(&env).await;
+    let (client, _) = serve(&env, ()).await;
     let pid = orphan_pid(&text(&call(&client, "or__orphan").await));
     let died = call(&client, "or__die").await;
-    let meta = died
-        .meta
-        .as_ref()
-        .map(|m| m.0["toolhost"].clone())
-        .unwrap_or(Value::Null);
+    let meta = toolhost_meta(&died);
     assert_eq!(meta["code"], json!("module_crashed"), "{died:?}");
     assert_eq!(
         meta["details"]["exit_code"],
@@ -137,7 +107,7 @@ async fn a_crashed_servers_setsid_child_is_killed_and_the_server_restarts() {
 #[tokio::test]
 async fn a_killed_hosts_server_and_its_setsid_child_are_killed() {
     let env = Env::new(&plan());
-    let (client, host) = serve(&env).await;
+    let (client, host) = serve(&env, ()).await;
     let pid = orphan_pid(&text(&call(&client, "or__orphan").await));
     kill_after(host);
     assert!(

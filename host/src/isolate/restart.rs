@@ -36,8 +36,9 @@ pub enum Unavailable {
 
 impl Unavailable {
     /// The call's answer; `what` names the process for people
-    /// ("module 'x'", "MCP server 'x'").
-    pub fn result(&self, what: &str) -> ToolResult {
+    /// ("module 'x'", "MCP server 'x'"); `cancelled` says whether a caller
+    /// that gave up was cancelled (else its deadline passed).
+    pub fn result(&self, what: &str, cancelled: bool) -> ToolResult {
         match self {
             Unavailable::Failed => ToolResult::failure(
                 "",
@@ -63,15 +64,27 @@ impl Unavailable {
                 }
                 result
             }
-            Unavailable::GaveUp => ToolResult::failure(
+            Unavailable::GaveUp if cancelled => ToolResult::failure(
                 "",
                 Status::Cancelled,
                 codes::CANCELLED,
-                format!(
-                    "{what} was being restarted after a crash, and the call was cancelled or reached its \
-                     deadline before the restart finished"
-                ),
+                format!("{what} was being restarted after a crash, and the call was cancelled before the restart finished"),
             ),
+            Unavailable::GaveUp => {
+                let mut result = ToolResult::failure(
+                    "",
+                    Status::Timeout,
+                    codes::TIMEOUT,
+                    format!(
+                        "{what} was being restarted after a crash, and the call reached its deadline before the \
+                         restart finished; retry when it is back"
+                    ),
+                );
+                if let Some(error) = result.error.as_mut() {
+                    error.retryable = true;
+                }
+                result
+            }
         }
     }
 }

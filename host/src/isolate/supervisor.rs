@@ -421,7 +421,7 @@ impl Supervisor {
             },
             || ctx.is_cancelled() || ctx.remaining_ms() == 0,
         );
-        started.map_err(|why| why.result(&format!("module '{}'", self.name())))
+        started.map_err(|why| why.result(&format!("module '{}'", self.name()), ctx.is_cancelled()))
     }
 
     /// Runs one call in the worker and returns its ToolResult as JSON text.

@@ -144,7 +144,9 @@ impl Server {
 
     /// The server's current tools.
     pub fn tools(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
-        let conn = self.live(|| false).map_err(|r| r.message().to_string())?;
+        let conn = self
+            .live(|| false, || false)
+            .map_err(|r| r.message().to_string())?;
         self.list_tools(&conn)
     }
 
@@ -362,7 +364,11 @@ impl Server {
 
     /// The live connection, reconnecting (after the backoff) if there is
     /// none; `stop` ends the wait for another caller's reconnection.
-    fn live(self: &Arc<Self>, stop: impl Fn() -> bool) -> Result<Arc<Conn>, ToolResult> {
+    fn live(
+        self: &Arc<Self>,
+        stop: impl Fn() -> bool,
+        cancelled: impl Fn() -> bool,
+    ) -> Result<Arc<Conn>, ToolResult> {
         let conn = self.state.live(
             || {
                 let conn = self.open()?;
@@ -371,7 +377,7 @@ impl Server {
             },
             stop,
         );
-        conn.map_err(|why| why.result(&format!("MCP server '{}'", self.label)))
+        conn.map_err(|why| why.result(&format!("MCP server '{}'", self.label), cancelled()))
     }
 
     /// Runs one call on the server; blocks until it answers, is cancelled
@@ -385,7 +391,10 @@ impl Server {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        let conn = match self.live(|| ctx.is_cancelled() || ctx.remaining_ms() == 0) {
+        let conn = match self.live(
+            || ctx.is_cancelled() || ctx.remaining_ms() == 0,
+            || ctx.is_cancelled(),
+        ) {
             Ok(conn) => conn,
             Err(result) => return result,
         };
