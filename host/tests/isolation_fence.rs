@@ -50,3 +50,16 @@ fn a_module_cannot_forge_the_hosts_own_events() {
         "a forged host event reached the observers: {seen:?}"
     );
 }
+
+/// A module's report on itself at mount (the bash module's sandbox layers)
+/// reaches `toolhost check` when the module is isolated too: the worker's
+/// `module:report` during its first mount is kept, as in-process.
+#[test]
+fn an_isolated_modules_mount_report_reaches_check() {
+    let env = common::Env::new("[[tools]]\nmodule = \"bash\"\nisolation = \"process\"\n");
+    let out = env.run(&["check"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("isolated module"), "{stdout}");
+    assert!(stdout.contains("shell sandbox"), "the bash module's report is missing:\n{stdout}");
+}

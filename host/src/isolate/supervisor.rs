@@ -199,10 +199,11 @@ impl Supervisor {
                 return Err(format!("module '{label}': cannot watch its worker's start: {e}"));
             }
         }
+        let first = envelope.is_some();
         let handshake = (|| -> Result<Started, String> {
             live.send(&Frame::new(Kind::Open).text(self.launch.library.to_string_lossy()))
                 .map_err(|e| format!("cannot talk to its worker: {e}"))?;
-            let manifest_frame = self.expect(&mut reader, Kind::Manifest)?;
+            let manifest_frame = self.expect(&mut reader, Kind::Manifest, first)?;
             let manifest: Manifest = serde_json::from_str(manifest_frame.body_text())
                 .map_err(|e| format!("its worker sent a malformed manifest: {e}"))?;
             // The name is the one checked against the plan at mount: a
@@ -238,7 +239,7 @@ impl Supervisor {
             };
             live.send(&Frame::new(Kind::Mount).body(&text))
                 .map_err(|e| format!("cannot talk to its worker: {e}"))?;
-            let mounted = self.expect(&mut reader, Kind::Mounted)?;
+            let mounted = self.expect(&mut reader, Kind::Mounted, first)?;
             Ok(Started {
                 manifest,
                 specs: mounted.list.unwrap_or_default(),
@@ -286,7 +287,8 @@ impl Supervisor {
     /// Reads frames until one of kind `want`, handling logs and events on
     /// the way. "EOF" when the worker ends first; the worker's own message
     /// when it reports an error.
-    fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind) -> Result<Frame, String> {
+    /// `first` at the first start, whose reports `toolhost check` keeps.
+    fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind, first: bool) -> Result<Frame, String> {
         let mut buf = Vec::new();
         loop {
             let frame = match frame::read_frame(reader, &mut buf, frame::MAX_FRAME_BYTES) {
@@ -297,13 +299,18 @@ impl Supervisor {
             match frame.t {
                 t if t == want => return Ok(frame),
                 Kind::Error => return Err(frame.text.unwrap_or_default()),
-                _ => self.side_effect(frame),
+                _ => self.side_effect(frame, first),
             }
         }
     }
 
     /// Logs and events, which need no call.
-    fn side_effect(&self, frame: Frame) {
+    /// `mounting` while the worker first opens and mounts the library:
+    /// only then is a `module:report` kept for `toolhost check` (as for an
+    /// in-process module, which reports from `mount`); later ones are
+    /// passed to observers but not kept, so a worker cannot grow the
+    /// host's list without end.
+    fn side_effect(&self, frame: Frame, mounting: bool) {
         match frame.t {
             Kind::Log => log_line(
                 &self.name(),
@@ -321,6 +328,9 @@ impl Supervisor {
                     return;
                 }
                 let payload: Value = serde_json::from_str(frame.body_text()).unwrap_or(Value::Null);
+                if mounting && event == crate::events::MODULE_REPORT {
+                    self.events.record_report(&self.name(), &payload);
+                }
                 self.events.emit(event, &payload);
             }
             Kind::Events => self.events.contribute(frame.list.unwrap_or_default()),
@@ -371,7 +381,7 @@ impl Supervisor {
                     ),
                     false,
                 ),
-                _ => self.side_effect(frame),
+                _ => self.side_effect(frame, false),
             }
         }
         drop(reader);
