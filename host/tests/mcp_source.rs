@@ -484,27 +484,13 @@ fn threads_of(pid: u32) -> usize {
 /// tools/list) gets one refresher thread, not one thread per notification.
 #[test]
 fn a_list_changed_flood_costs_one_refresher_not_a_thread_each() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node/list_changed_flood.mjs");
-    assert!(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/node/node_modules/@modelcontextprotocol/sdk")
-            .exists(),
-        "run `npm ci --prefix tests/node` first"
-    );
     let env = Env::new(&format!(
         "[[tools]]\nprefix = \"fl__\"\n[tools.mcp]\ncommand = [\"node\", \"{}\"]\n",
-        script.display()
+        mcp_peer::node_peer("list_changed_flood.mjs")
     ));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let mut cmd = tokio::process::Command::from(env.command());
-        cmd.arg("serve");
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn toolhost serve");
-        let host_pid = transport.id().expect("host pid");
-        let client = ().serve(transport).await.expect("initialize");
+        let (client, host_pid) = mcp_peer::serve(&env, ()).await;
         let before = threads_of(host_pid);
         let flooded = client
             .call_tool(CallToolRequestParams::new("fl__flood"))
