@@ -59,7 +59,14 @@ fn an_isolated_modules_mount_report_reaches_check() {
     let env = common::Env::new("[[tools]]\nmodule = \"bash\"\nisolation = \"process\"\n");
     let out = env.run(&["check"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("isolated module"), "{stdout}");
-    assert!(stdout.contains("shell sandbox"), "the bash module's report is missing:\n{stdout}");
+    assert!(
+        stdout.contains("shell sandbox"),
+        "the bash module's report is missing:\n{stdout}"
+    );
 }
