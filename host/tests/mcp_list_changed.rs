@@ -3,40 +3,52 @@
 //! adds, renames and removes tools at runtime, and a client of the host
 //! sees the new list, reaches new tools, gets `unknown_tool` with
 //! suggestions for removed ones, and keeps the plan's aliases and
-//! `[policy.tools.X]` settings across every refresh.
+//! `[policy.tools.X]` settings across every refresh. The host's own client
+//! hears `notifications/tools/list_changed` once the registry holds the new
+//! list, and lists it then.
 
 mod common;
 mod mcp_peer;
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use common::Env;
 use mcp_peer::{call, node_peer, serve, text, toolhost_meta};
 use rmcp::model::{CallToolResult, Tool};
-use rmcp::service::RunningService;
-use rmcp::RoleClient;
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::json;
 
-/// Lists the host's tools until `ready` holds for the list (the host
-/// refreshes on its own thread after the server's notification).
-async fn list_until(
-    client: &RunningService<RoleClient, ()>,
+/// Wakes the test when the host says its tool list changed.
+#[derive(Clone, Default)]
+struct Changes(Arc<tokio::sync::Notify>);
+
+impl ClientHandler for Changes {
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.0.notify_one();
+    }
+}
+
+/// Waits for the host's `notifications/tools/list_changed` (sent after the
+/// registry took the mounted server's new list), then lists the tools and
+/// checks `ready` on them.
+async fn list_after_change(
+    client: &RunningService<RoleClient, Changes>,
+    changes: &Changes,
     what: &str,
     ready: impl Fn(&[Tool]) -> bool,
 ) -> Vec<Tool> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let tools = client.list_all_tools().await.expect("tools/list");
-        if ready(&tools) {
-            return tools;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not seen within 20s; the host lists {:?}",
-            tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(20), changes.0.notified())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the host sent no tools/list_changed within 20s"));
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(
+        ready(&tools),
+        "{what}: not in the list after the notification: {:?}",
+        tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>()
+    );
+    tools
 }
 
 fn has(tools: &[Tool], name: &str) -> bool {
@@ -67,13 +79,14 @@ fn a_changed_tool_list_reaches_the_registry_with_aliases_and_policy_reapplied() 
     ));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let (client, _) = serve(&env, ()).await;
+        let changes = Changes::default();
+        let (client, _) = serve(&env, changes.clone()).await;
 
         assert_eq!(text(&call(&client, "first", json!({})).await), "alpha");
 
         // A tool appears, with the plan's effect for it.
         call(&client, "ch__mutate", json!({"add": "beta"})).await;
-        let tools = list_until(&client, "ch__beta added", |t| has(t, "ch__beta")).await;
+        let tools = list_after_change(&client, &changes, "ch__beta added", |t| has(t, "ch__beta")).await;
         let beta = tools.iter().find(|t| t.name == "ch__beta").expect("ch__beta");
         assert_eq!(
             beta.annotations.as_ref().and_then(|a| a.read_only_hint),
@@ -88,7 +101,7 @@ fn a_changed_tool_list_reaches_the_registry_with_aliases_and_policy_reapplied() 
         // A rename: the old name is unknown (with the new one suggested
         // beside the others), and so is its alias.
         call(&client, "ch__mutate", json!({"rename": ["alpha", "alphabet"]})).await;
-        list_until(&client, "ch__alpha renamed", |t| {
+        list_after_change(&client, &changes, "ch__alpha renamed", |t| {
             has(t, "ch__alphabet") && !has(t, "ch__alpha")
         })
         .await;
@@ -99,12 +112,12 @@ fn a_changed_tool_list_reaches_the_registry_with_aliases_and_policy_reapplied() 
 
         // A removal.
         call(&client, "ch__mutate", json!({"remove": "beta"})).await;
-        list_until(&client, "ch__beta removed", |t| !has(t, "ch__beta")).await;
+        list_after_change(&client, &changes, "ch__beta removed", |t| !has(t, "ch__beta")).await;
         assert_unknown(&call(&client, "ch__beta", json!({})).await, "ch__mutate");
 
         // The tool comes back under its old name: so does its alias.
         call(&client, "ch__mutate", json!({"rename": ["alphabet", "alpha"]})).await;
-        list_until(&client, "ch__alpha back", |t| has(t, "ch__alpha")).await;
+        list_after_change(&client, &changes, "ch__alpha back", |t| has(t, "ch__alpha")).await;
         assert_eq!(text(&call(&client, "first", json!({})).await), "alpha");
 
         client.cancel().await.expect("close");

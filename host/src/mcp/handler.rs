@@ -24,6 +24,8 @@ use crate::pipeline::{Call, Pipeline};
 pub struct ToolhostServer {
     pipeline: Arc<Pipeline>,
     gone: CancelToken,
+    /// Clients told when the tool list changes.
+    subscribers: super::tools_changed::Subscribers,
     /// HTTP: each session's cancel token (fired when the session ends).
     session_calls: Option<Arc<SessionCalls>>,
 }
@@ -33,6 +35,7 @@ impl ToolhostServer {
     /// closed, session ended): every call in flight is then cancelled.
     pub fn new(pipeline: Arc<Pipeline>, gone: CancelToken) -> Self {
         ToolhostServer {
+            subscribers: super::tools_changed::Subscribers::watch(pipeline.host()),
             pipeline,
             gone,
             session_calls: None,
@@ -56,6 +59,7 @@ impl ToolhostServer {
     pub fn for_connection(&self, gone: CancelToken) -> Self {
         ToolhostServer {
             pipeline: self.pipeline.clone(),
+            subscribers: self.subscribers.clone(),
             gone,
             session_calls: self.session_calls.clone(),
         }
@@ -64,7 +68,12 @@ impl ToolhostServer {
 
 impl ServerHandler for ToolhostServer {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
         let mut implementation = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
         implementation.title = Some("toolhost".into());
         implementation.description =
@@ -93,6 +102,7 @@ impl ServerHandler for ToolhostServer {
             "MCP client connected"
         );
         context.peer.set_peer_info(request.clone());
+        self.subscribers.add(context.peer.clone());
         self.negotiate_initialize(&request)
     }
 
