@@ -57,7 +57,12 @@ pub struct Host {
     pub events: Arc<EventBus>,
     registry: Arc<RwLock<Registry>>,
     modules: Mutex<Vec<MountedModule>>,
+    /// Told when a source's tool list changed (after the registry was updated).
+    tools_changed: Arc<Mutex<Vec<ToolsObserver>>>,
 }
+
+/// Called after the registry took a source's new tool list.
+pub type ToolsObserver = Arc<dyn Fn() + Send + Sync>;
 
 impl Host {
     /// Loads every module of the plan; the first failure unloads what was
@@ -80,6 +85,7 @@ impl Host {
             events: EventBus::new(),
             registry: Arc::new(RwLock::new(Registry::default())),
             modules: Mutex::new(Vec::new()),
+            tools_changed: Arc::default(),
             plan,
         };
         let mut reports = Vec::new();
@@ -133,6 +139,8 @@ impl Host {
         let Some(watch) = &module.info.watch else { return };
         let registry = Arc::downgrade(&self.registry);
         let info = Arc::downgrade(&module.info);
+        let policy = self.plan.policy.tools.clone();
+        let observers = Arc::downgrade(&self.tools_changed);
         watch.0.on_change(Arc::new(move |tools: Vec<Arc<MountedTool>>| {
             let (Some(registry), Some(info)) = (registry.upgrade(), info.upgrade()) else {
                 return;
@@ -142,11 +150,44 @@ impl Host {
             };
             let old = registry.tools_of(&info);
             registry.remove_module(&info);
-            if let Err(e) = registry.add_all(&tools) {
-                tracing::error!(module = %info.name, "kept the old tool list: {e}");
-                let _ = registry.add_all(&old);
+            let tools = match registry.add_all(&tools) {
+                Ok(()) => tools,
+                Err(e) => {
+                    tracing::error!(module = %info.name, "kept the old tool list: {e}");
+                    let _ = registry.add_all(&old);
+                    old
+                }
+            };
+            // Removing the old tools dropped the plan's aliases for them:
+            // give the new list's tools theirs again.
+            for tool in &tools {
+                let Some(rule) = policy.get(&tool.spec.name) else {
+                    continue;
+                };
+                for alias in &rule.aliases {
+                    if let Err(e) = registry.add_alias(alias, &tool.spec.name) {
+                        tracing::error!(module = %info.name, "after the tool list changed: {e}");
+                    }
+                }
+            }
+            drop(registry);
+            let observers = observers
+                .upgrade()
+                .and_then(|o| o.lock().ok().map(|o| o.clone()))
+                .unwrap_or_default();
+            for observer in observers {
+                observer();
             }
         }));
+    }
+
+    /// Calls `observer` whenever a source's tool list changed and the
+    /// registry holds the new one (so `toolhost serve` can tell its
+    /// clients `notifications/tools/list_changed`).
+    pub fn on_tools_changed(&self, observer: ToolsObserver) {
+        if let Ok(mut observers) = self.tools_changed.lock() {
+            observers.push(observer);
+        }
     }
 
     fn push_module(&self, module: MountedModule) {

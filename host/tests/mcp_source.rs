@@ -4,10 +4,10 @@
 //! second toolhost over stdio and over streamable HTTP.
 
 mod common;
+mod mcp_peer;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{module_file, target_dir, Env};
@@ -289,44 +289,11 @@ fn toolhost_mounted_into_toolhost_over_stdio() {
     assert_eq!(crashed.result["error"]["retryable"], json!(true));
 }
 
-/// Kills the child on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn toolhost_mounted_into_toolhost_over_streamable_http() {
     let env = Env::new("");
     let inner = inner_plan(&env);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(["--plan"])
-        .arg(&inner)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .current_dir(env.path())
-        .env("TOOLHOST_TOKEN", "http-source-test-token")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the inner toolhost");
-    let stderr = child.stderr.take().expect("stderr");
-    let server = Running(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the inner server ended before listening")
-            .expect("read stderr");
-        if let Some(rest) = line.split("streamable HTTP at ").nth(1) {
-            break rest.split_whitespace().next().unwrap_or("").to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (server, url) = mcp_peer::http_server(&env, &inner, "127.0.0.1:0", "http-source-test-token");
 
     env.set_plan(&outer_plan(&format!(
         "url = \"{url}\"\nheaders = {{ Authorization = \"Bearer http-source-test-token\" }}"
@@ -517,27 +484,13 @@ fn threads_of(pid: u32) -> usize {
 /// tools/list) gets one refresher thread, not one thread per notification.
 #[test]
 fn a_list_changed_flood_costs_one_refresher_not_a_thread_each() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node/list_changed_flood.mjs");
-    assert!(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/node/node_modules/@modelcontextprotocol/sdk")
-            .exists(),
-        "run `npm ci --prefix tests/node` first"
-    );
     let env = Env::new(&format!(
         "[[tools]]\nprefix = \"fl__\"\n[tools.mcp]\ncommand = [\"node\", \"{}\"]\n",
-        script.display()
+        mcp_peer::node_peer("list_changed_flood.mjs")
     ));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let mut cmd = tokio::process::Command::from(env.command());
-        cmd.arg("serve");
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn toolhost serve");
-        let host_pid = transport.id().expect("host pid");
-        let client = ().serve(transport).await.expect("initialize");
+        let (client, host_pid) = mcp_peer::serve(&env, ()).await;
         let before = threads_of(host_pid);
         let flooded = client
             .call_tool(CallToolRequestParams::new("fl__flood"))

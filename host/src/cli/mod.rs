@@ -77,6 +77,16 @@ enum Command {
         #[arg(long)]
         memory_limit_mb: Option<u64>,
     },
+    /// Internal: the subreaper a stdio MCP server runs under (started by the host).
+    #[command(name = "__reaper", hide = true)]
+    Reaper {
+        /// The host's pid (the reaper exits if it is not its parent).
+        #[arg(long)]
+        parent: u32,
+        /// The server's command line.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 /// Exit code: the tool call failed.
@@ -94,6 +104,9 @@ pub fn main() -> ExitCode {
     {
         logging::init(cli.log_format, "warn");
         return crate::isolate::worker::main(parent, memory_limit_mb);
+    }
+    if let Command::Reaper { parent, command } = &cli.command {
+        return crate::isolate::reaper::main(*parent, command);
     }
     let default_level = if matches!(cli.command, Command::Check) {
         "info"
@@ -156,7 +169,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,
         Command::Batch(args) => batch::run(host.clone(), shutdown.clone(), args).await,
         Command::Serve(args) => serve::run(host.clone(), shutdown.clone(), args).await,
-        Command::Worker { .. } => unreachable_check(),
+        Command::Worker { .. } | Command::Reaper { .. } => unreachable_check(),
     };
     host.shutdown();
     match signal.load(Ordering::SeqCst) {

@@ -51,25 +51,9 @@ fn unknown() -> Ended {
     }
 }
 
-/// `SIGSEGV` for 11, …; `signal N` for the rest.
+/// `SIGSEGV` for 11, … (nix's names); `signal N` for a number with none.
 pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        libc::SIGSYS => "SIGSYS",
-        _ => return format!("signal {sig}"),
-    };
-    name.to_string()
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|signal| signal.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
 }

@@ -10,8 +10,10 @@
 pub(crate) mod exit;
 mod frame;
 pub(crate) mod ledger;
+pub mod reaper;
+pub(crate) mod restart;
 pub(crate) mod spawn;
-mod supervisor;
+pub(crate) mod supervisor;
 pub mod worker;
 
 use std::path::Path;

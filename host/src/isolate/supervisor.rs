@@ -20,7 +20,7 @@ use toolhost_core::{Manifest, Status, ToolResult};
 
 use super::exit::{self, Ended};
 use super::frame::{self, Frame, Kind, ReadError};
-use super::ledger::Ledger;
+use super::restart::Restarts;
 use crate::events::EventBus;
 use crate::loader::log_line;
 
@@ -35,7 +35,7 @@ pub fn set_worker_program(path: PathBuf) {
     let _ = WORKER_PROGRAM.set(path);
 }
 
-fn worker_program() -> std::io::Result<PathBuf> {
+pub(crate) fn worker_program() -> std::io::Result<PathBuf> {
     match WORKER_PROGRAM.get() {
         Some(path) => Ok(path.clone()),
         None => std::env::current_exe(),
@@ -84,19 +84,13 @@ impl Live {
     }
 }
 
-#[derive(Default)]
-struct State {
-    live: Option<Arc<Live>>,
-    ledger: Ledger,
-}
-
 /// One isolated module's worker, restarted as needed.
 pub struct Supervisor {
     /// The module's name, for messages.
     name: Mutex<String>,
     launch: Launch,
     events: Arc<EventBus>,
-    state: Mutex<State>,
+    state: Restarts<Live>,
     next_id: AtomicU64,
 }
 
@@ -127,7 +121,7 @@ impl Supervisor {
                 envelope: Mutex::new(None),
             },
             events,
-            state: Mutex::new(State::default()),
+            state: Restarts::default(),
             next_id: AtomicU64::new(1),
         })
     }
@@ -142,9 +136,8 @@ impl Supervisor {
         self: &Arc<Self>,
         envelope: impl FnOnce(&Manifest) -> Result<String, String>,
     ) -> Result<Started, String> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let (live, started) = self.start(Some(Box::new(envelope)))?;
-        state.live = Some(live);
+        self.state.install(live);
         Ok(started)
     }
 
@@ -186,7 +179,7 @@ impl Supervisor {
         let mut reader = BufReader::new(output);
         // A worker that hangs in open or mount is killed at the deadline:
         // its reads then end, and the start fails instead of blocking every
-        // call (the caller holds the state lock meanwhile).
+        // call (other callers wait for it).
         let limit = start_timeout();
         let (finished, watch) = mpsc::channel::<()>();
         let timed_out = Arc::new(AtomicBool::new(false));
@@ -206,13 +199,25 @@ impl Supervisor {
                 return Err(format!("module '{label}': cannot watch its worker's start: {e}"));
             }
         }
+        let first = envelope.is_some();
         let handshake = (|| -> Result<Started, String> {
             live.send(&Frame::new(Kind::Open).text(self.launch.library.to_string_lossy()))
                 .map_err(|e| format!("cannot talk to its worker: {e}"))?;
-            let manifest_frame = self.expect(&mut reader, Kind::Manifest)?;
+            let manifest_frame = self.expect(&mut reader, Kind::Manifest, first)?;
             let manifest: Manifest = serde_json::from_str(manifest_frame.body_text())
                 .map_err(|e| format!("its worker sent a malformed manifest: {e}"))?;
-            *self.name.lock().unwrap_or_else(PoisonError::into_inner) = manifest.name.clone();
+            // The name is the one checked against the plan at mount: a
+            // restarted worker (whose library could write any frame
+            // first) may not rename the module its logs and errors name.
+            if envelope.is_some() {
+                *self.name.lock().unwrap_or_else(PoisonError::into_inner) = manifest.name.clone();
+            } else if manifest.name != self.name() {
+                return Err(format!(
+                    "its restarted worker named the module '{}', not '{}' as at mount",
+                    manifest.name,
+                    self.name()
+                ));
+            }
             let load_time = started.elapsed();
             let text = match envelope {
                 Some(make) => {
@@ -234,7 +239,7 @@ impl Supervisor {
             };
             live.send(&Frame::new(Kind::Mount).body(&text))
                 .map_err(|e| format!("cannot talk to its worker: {e}"))?;
-            let mounted = self.expect(&mut reader, Kind::Mounted)?;
+            let mounted = self.expect(&mut reader, Kind::Mounted, first)?;
             Ok(Started {
                 manifest,
                 specs: mounted.list.unwrap_or_default(),
@@ -282,7 +287,8 @@ impl Supervisor {
     /// Reads frames until one of kind `want`, handling logs and events on
     /// the way. "EOF" when the worker ends first; the worker's own message
     /// when it reports an error.
-    fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind) -> Result<Frame, String> {
+    /// `first` at the first start, whose reports `toolhost check` keeps.
+    fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind, first: bool) -> Result<Frame, String> {
         let mut buf = Vec::new();
         loop {
             let frame = match frame::read_frame(reader, &mut buf, frame::MAX_FRAME_BYTES) {
@@ -293,13 +299,18 @@ impl Supervisor {
             match frame.t {
                 t if t == want => return Ok(frame),
                 Kind::Error => return Err(frame.text.unwrap_or_default()),
-                _ => self.side_effect(frame),
+                _ => self.side_effect(frame, first),
             }
         }
     }
 
     /// Logs and events, which need no call.
-    fn side_effect(&self, frame: Frame) {
+    /// `mounting` while the worker first opens and mounts the library:
+    /// only then is a `module:report` kept for `toolhost check` (as for an
+    /// in-process module, which reports from `mount`); later ones are
+    /// passed to observers but not kept, so a worker cannot grow the
+    /// host's list without end.
+    fn side_effect(&self, frame: Frame, mounting: bool) {
         match frame.t {
             Kind::Log => log_line(
                 &self.name(),
@@ -308,8 +319,19 @@ impl Supervisor {
                 frame.text.as_deref().unwrap_or(""),
             ),
             Kind::Event => {
+                let event = frame.text.as_deref().unwrap_or("");
+                // The host's own events say what the pipeline did; a
+                // module (which can write any frame on its protocol
+                // descriptor) must not speak for it to their observers.
+                if crate::events::HOST_EVENTS.contains(&event) {
+                    tracing::warn!(module = %self.name(), event, "ignored a host event sent by an isolated module's worker");
+                    return;
+                }
                 let payload: Value = serde_json::from_str(frame.body_text()).unwrap_or(Value::Null);
-                self.events.emit(frame.text.as_deref().unwrap_or(""), &payload);
+                if mounting && event == crate::events::MODULE_REPORT {
+                    self.events.record_report(&self.name(), &payload);
+                }
+                self.events.emit(event, &payload);
             }
             Kind::Events => self.events.contribute(frame.list.unwrap_or_default()),
             other => tracing::debug!(module = %self.name(), "ignored a {other:?} frame from a worker"),
@@ -359,7 +381,7 @@ impl Supervisor {
                     ),
                     false,
                 ),
-                _ => self.side_effect(frame),
+                _ => self.side_effect(frame, false),
             }
         }
         drop(reader);
@@ -380,77 +402,42 @@ impl Supervisor {
             .unwrap_or_else(PoisonError::into_inner)
             .take()
             .unwrap_or_default();
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, &live)) {
-            state.live = None;
-        }
-        if !live.closing.load(Ordering::SeqCst) {
-            if !killed {
-                state.ledger.crashed();
-            }
+        let closing = live.closing.load(Ordering::SeqCst);
+        let crashes = self.state.ended(&live, !closing && !killed);
+        if !closing {
             tracing::error!(
                 module = %self.name(),
                 pid = live.pid,
                 in_flight = orphans.len(),
-                crashes = state.ledger.recent(),
+                crashes,
                 "isolated module's worker {}",
                 ended.why
             );
         }
-        drop(state);
         for (_, sender) in orphans {
             let _ = sender.send(Reply::Crashed(ended.clone()));
         }
     }
 
     /// The live worker, started (after the backoff) if there is none.
-    fn live(self: &Arc<Self>) -> Result<Arc<Live>, ToolResult> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(live) = &state.live {
-            return Ok(live.clone());
-        }
-        if state.ledger.failed() {
-            return Err(self.failed());
-        }
-        let wait = state.ledger.backoff();
-        if !wait.is_zero() {
-            std::thread::sleep(wait);
-        }
-        match self.start(None) {
-            Ok((live, _)) => {
+    /// A caller waits for another caller's restart only as long as its
+    /// own deadline and cancellation allow.
+    fn live(self: &Arc<Self>, ctx: &FfiContextRef<'_>) -> Result<Arc<Live>, ToolResult> {
+        let started = self.state.live(
+            || {
+                let (live, _) = self.start(None)?;
                 tracing::info!(module = %self.name(), pid = live.pid, "restarted the isolated module's worker");
-                state.live = Some(live.clone());
                 Ok(live)
-            }
-            Err(message) => {
-                state.ledger.crashed();
-                Err(crashed_result(
-                    &self.name(),
-                    &format!("could not be restarted: {message}"),
-                    json!({}),
-                ))
-            }
-        }
-    }
-
-    fn failed(&self) -> ToolResult {
-        ToolResult::failure(
-            "",
-            Status::Error,
-            codes::MODULE_FAILED,
-            format!(
-                "module '{}' crashed {} times within {}s and is disabled until the host restarts",
-                self.name(),
-                super::ledger::MAX_CRASHES,
-                super::ledger::WINDOW.as_secs()
-            ),
-        )
+            },
+            || ctx.is_cancelled() || ctx.remaining_ms() == 0,
+        );
+        started.map_err(|why| why.result(&format!("module '{}'", self.name()), ctx.is_cancelled()))
     }
 
     /// Runs one call in the worker and returns its ToolResult as JSON text.
     /// Blocks until the worker answers or dies.
     pub fn call(self: &Arc<Self>, tool: &str, call_json: &str, ctx: &FfiContextRef<'_>) -> String {
-        let live = match self.live() {
+        let live = match self.live(ctx) {
             Ok(live) => live,
             Err(result) => return encode(&result),
         };
@@ -500,8 +487,9 @@ impl Supervisor {
 
     /// Kills the live worker (a call in it ignored cancellation).
     pub fn kill_stuck(&self) -> bool {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(live) = &state.live else { return false };
+        let Some(live) = self.state.current() else {
+            return false;
+        };
         live.killed.store(true, Ordering::SeqCst);
         kill(live.pid);
         true
@@ -510,13 +498,7 @@ impl Supervisor {
     /// Ends the worker in order: end of input lets it run the module's
     /// cleanup and exit; one that has not exited within `grace` is killed.
     pub fn shutdown(&self, grace: Duration) {
-        let live = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .live
-            .take();
-        let Some(live) = live else { return };
+        let Some(live) = self.state.take() else { return };
         live.closing.store(true, Ordering::SeqCst);
         drop(live.input.lock().unwrap_or_else(PoisonError::into_inner).take());
         let deadline = std::time::Instant::now() + grace;

@@ -23,8 +23,9 @@ use crate::pipeline::{Call, Pipeline};
 #[derive(Clone)]
 pub struct ToolhostServer {
     pipeline: Arc<Pipeline>,
-    tools: Arc<Vec<Tool>>,
     gone: CancelToken,
+    /// Clients told when the tool list changes.
+    subscribers: super::tools_changed::Subscribers,
     /// HTTP: each session's cancel token (fired when the session ends).
     session_calls: Option<Arc<SessionCalls>>,
 }
@@ -33,10 +34,9 @@ impl ToolhostServer {
     /// A server over `pipeline`. `gone` fires when the client is gone (stdin
     /// closed, session ended): every call in flight is then cancelled.
     pub fn new(pipeline: Arc<Pipeline>, gone: CancelToken) -> Self {
-        let tools = convert::tools(pipeline.host());
         ToolhostServer {
+            subscribers: super::tools_changed::Subscribers::watch(pipeline.host()),
             pipeline,
-            tools: Arc::new(tools),
             gone,
             session_calls: None,
         }
@@ -59,7 +59,7 @@ impl ToolhostServer {
     pub fn for_connection(&self, gone: CancelToken) -> Self {
         ToolhostServer {
             pipeline: self.pipeline.clone(),
-            tools: self.tools.clone(),
+            subscribers: self.subscribers.clone(),
             gone,
             session_calls: self.session_calls.clone(),
         }
@@ -68,7 +68,12 @@ impl ToolhostServer {
 
 impl ServerHandler for ToolhostServer {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
         let mut implementation = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
         implementation.title = Some("toolhost".into());
         implementation.description =
@@ -97,6 +102,7 @@ impl ServerHandler for ToolhostServer {
             "MCP client connected"
         );
         context.peer.set_peer_info(request.clone());
+        self.subscribers.add(context.peer.clone());
         self.negotiate_initialize(&request)
     }
 
@@ -105,7 +111,10 @@ impl ServerHandler for ToolhostServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        // Read from the registry each time: a mounted MCP server's
+        // `tools/list_changed` changes it while the session lives.
+        // `convert::tools` adds alias profiles when `[host] list_aliases`.
+        Ok(ListToolsResult::with_all_items(convert::tools(self.pipeline.host())))
     }
 
     async fn call_tool(

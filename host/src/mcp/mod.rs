@@ -15,5 +15,6 @@ pub mod handler;
 pub mod http;
 pub mod progress;
 pub mod stdio;
+pub mod tools_changed;
 
 pub use handler::ToolhostServer;

@@ -6,6 +6,7 @@
 //! idempotency) applies to it exactly as to a native tool.
 
 mod convert;
+mod probe;
 mod runtime;
 mod server;
 

@@ -23,10 +23,10 @@ use toolhost_core::abi::FfiContextRef;
 use toolhost_core::wire::codes;
 use toolhost_core::{CallRequest, Status, ToolResult};
 
-use super::{convert, runtime};
+use super::{convert, probe, runtime};
 use crate::isolate::crashed_result;
 use crate::isolate::exit::{self, Ended};
-use crate::isolate::ledger::{Ledger, MAX_CRASHES, WINDOW};
+use crate::isolate::restart::Restarts;
 use crate::plan::McpSource;
 
 /// How long connecting (spawn, initialize, tools/list) may take.
@@ -79,24 +79,22 @@ impl ClientHandler for Handler {
 }
 
 /// A live connection.
-struct Conn {
-    peer: Peer<RoleClient>,
+pub(super) struct Conn {
+    pub(super) peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
-    /// The stdio server's process group, to end it and its children.
+    /// A stdio server's reaper: its pid, which leads the server's process
+    /// group; SIGTERM to it ends the server and all it started.
     pgid: Option<i32>,
     /// How the stdio server ended, once it has.
-    ended: Mutex<Option<Ended>>,
-    closing: AtomicBool,
+    pub(super) ended: Mutex<Option<Ended>>,
+    pub(super) closing: AtomicBool,
     /// Its crash was counted: one failed connection is one crash, however
     /// many calls were in flight on it (each of them, and the waiter of a
     /// stdio server, reports it).
     counted: AtomicBool,
-}
-
-#[derive(Default)]
-struct State {
-    live: Option<Arc<Conn>>,
-    ledger: Ledger,
+    /// Calls waiting on it, and whether a liveness probe watches it (a
+    /// server reached by URL; see [`super::probe`]).
+    pub(super) watch: probe::Watch,
 }
 
 /// One `[tools.mcp]` server.
@@ -104,7 +102,7 @@ pub struct Server {
     label: String,
     source: McpSource,
     routes: Routes,
-    state: Mutex<State>,
+    state: Restarts<Conn>,
     /// Run (on the MCP runtime) when the server says its tool list changed.
     on_change: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// The server said its tool list changed since the last re-read began.
@@ -120,7 +118,7 @@ impl Server {
             label,
             source,
             routes: Arc::default(),
-            state: Mutex::new(State::default()),
+            state: Restarts::default(),
             on_change: Mutex::new(None),
             refresh_pending: AtomicBool::new(false),
             refresher: AtomicBool::new(false),
@@ -139,16 +137,16 @@ impl Server {
 
     /// Connects (the first time) and returns the server's tools.
     pub fn connect(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let conn = self.open()?;
-        state.live = Some(conn.clone());
-        drop(state);
+        self.state.install(conn.clone());
         self.list_tools(&conn)
     }
 
     /// The server's current tools.
     pub fn tools(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
-        let conn = self.live().map_err(|r| r.message().to_string())?;
+        let conn = self
+            .live(|| false, || false)
+            .map_err(|r| r.message().to_string())?;
         self.list_tools(&conn)
     }
 
@@ -258,6 +256,7 @@ impl Server {
                 ended: Mutex::new(None),
                 closing: AtomicBool::new(false),
                 counted: AtomicBool::new(false),
+                watch: probe::Watch::default(),
             }));
         }
 
@@ -266,8 +265,18 @@ impl Server {
             .command
             .split_first()
             .ok_or_else(|| format!("{label}: [tools.mcp] has no command"))?;
-        let mut command = Command::new(program);
+        // The server runs under a subreaper (this executable, re-run as
+        // `__reaper`) that kills whatever the server started, even what
+        // left its process group, when the server ends or is stopped.
+        let reaper = crate::isolate::supervisor::worker_program()
+            .map_err(|e| format!("{label}: cannot find the toolhost executable to run its reaper: {e}"))?;
+        let mut command = Command::new(reaper);
         command
+            .arg("__reaper")
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .arg("--")
+            .arg(program)
             .args(args)
             .env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| passed_env(name)))
@@ -279,10 +288,11 @@ impl Server {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
             // SAFETY: prctl is async-signal-safe and touches no memory of
-            // the parent; it runs in the child between fork and exec.
+            // the parent; it runs in the child between fork and exec. The
+            // reaper takes SIGTERM as "end the server and its children".
             unsafe {
                 command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
                     Ok(())
                 });
             }
@@ -322,6 +332,7 @@ impl Server {
             ended: Mutex::new(None),
             closing: AtomicBool::new(false),
             counted: AtomicBool::new(false),
+            watch: probe::Watch::default(),
         });
         let (me, watched) = (self.clone(), conn.clone());
         std::thread::Builder::new()
@@ -335,17 +346,13 @@ impl Server {
     }
 
     /// The connection died (`ended` says how): forget it and count a crash.
-    fn ended(&self, conn: &Arc<Conn>, ended: Ended) {
+    pub(super) fn ended(&self, conn: &Arc<Conn>, ended: Ended) {
         *conn.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(ended.clone());
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, conn)) {
-            state.live = None;
+        let crashed = !conn.closing.load(Ordering::SeqCst) && !conn.counted.swap(true, Ordering::SeqCst);
+        let crashes = self.state.ended(conn, crashed);
+        if crashed {
+            tracing::error!(server = %self.label, crashes, "MCP server {}", ended.why);
         }
-        if !conn.closing.load(Ordering::SeqCst) && !conn.counted.swap(true, Ordering::SeqCst) {
-            state.ledger.crashed();
-            tracing::error!(server = %self.label, crashes = state.ledger.recent(), "MCP server {}", ended.why);
-        }
-        drop(state);
         if let Some(service) = conn.service.lock().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = runtime::handle().map(|h| {
                 h.spawn(async move {
@@ -355,43 +362,22 @@ impl Server {
         }
     }
 
-    /// The live connection, reconnecting (after the backoff) if there is none.
-    fn live(self: &Arc<Self>) -> Result<Arc<Conn>, ToolResult> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(live) = &state.live {
-            return Ok(live.clone());
-        }
-        if state.ledger.failed() {
-            return Err(ToolResult::failure(
-                "",
-                Status::Error,
-                codes::MODULE_FAILED,
-                format!(
-                    "MCP server '{}' crashed {MAX_CRASHES} times within {}s and is disabled until the host restarts",
-                    self.label,
-                    WINDOW.as_secs()
-                ),
-            ));
-        }
-        let wait = state.ledger.backoff();
-        if !wait.is_zero() {
-            std::thread::sleep(wait);
-        }
-        match self.open() {
-            Ok(conn) => {
+    /// The live connection, reconnecting (after the backoff) if there is
+    /// none; `stop` ends the wait for another caller's reconnection.
+    fn live(
+        self: &Arc<Self>,
+        stop: impl Fn() -> bool,
+        cancelled: impl Fn() -> bool,
+    ) -> Result<Arc<Conn>, ToolResult> {
+        let conn = self.state.live(
+            || {
+                let conn = self.open()?;
                 tracing::info!(server = %self.label, "reconnected to the MCP server");
-                state.live = Some(conn.clone());
                 Ok(conn)
-            }
-            Err(message) => {
-                state.ledger.crashed();
-                Err(crashed_result(
-                    &self.label,
-                    &format!("could not be restarted: {message}"),
-                    json!({}),
-                ))
-            }
-        }
+            },
+            stop,
+        );
+        conn.map_err(|why| why.result(&format!("MCP server '{}'", self.label), cancelled()))
     }
 
     /// Runs one call on the server; blocks until it answers, is cancelled
@@ -405,10 +391,16 @@ impl Server {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        let conn = match self.live() {
+        let conn = match self.live(
+            || ctx.is_cancelled() || ctx.remaining_ms() == 0,
+            || ctx.is_cancelled(),
+        ) {
             Ok(conn) => conn,
             Err(result) => return result,
         };
+        // A server reached by URL has no process to wait on: a probe
+        // notices its loss while calls are in flight.
+        let _in_flight = probe::watch(self, &conn, conn.pgid.is_none());
         let (tx, rx) = mpsc::channel();
         let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel::<()>();
         let (peer, routes, name) = (conn.peer.clone(), self.routes.clone(), tool.to_string());
@@ -480,6 +472,11 @@ impl Server {
                 }
                 Ok(Reply::Lost(message)) => return self.lost(&conn, &message),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // The connection was found dead (its process ended,
+                    // or the probe lost it) while this call waited.
+                    if let Some(ended) = conn.ended.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+                        return crashed_result(&self.label, &ended.why, ended.details);
+                    }
                     if ctx.is_cancelled() {
                         if let Some(cancel) = cancel.take() {
                             let _ = cancel.send(());
@@ -523,13 +520,7 @@ impl Server {
 
     /// Ends the connection (and a stdio server's process group).
     pub fn shutdown(&self) {
-        let live = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .live
-            .take();
-        let Some(conn) = live else { return };
+        let Some(conn) = self.state.take() else { return };
         conn.closing.store(true, Ordering::SeqCst);
         if let Some(service) = conn.service.lock().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = runtime::wait(async move {
@@ -555,11 +546,14 @@ impl Server {
     }
 }
 
+/// Ends a stdio server: its reaper (the group leader `pgid`), on SIGTERM,
+/// kills the server and every process it started, then exits.
 fn kill_group(pgid: Option<i32>) {
     if let Some(pgid) = pgid {
-        // SAFETY: killpg on the process group we created for the server.
+        // SAFETY: kill(2) on the reaper we spawned; the waiter thread reaps
+        // it only after it exits, so the pid is not reused meanwhile.
         unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
+            libc::kill(pgid, libc::SIGTERM);
         }
     }
 }
