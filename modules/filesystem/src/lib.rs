@@ -13,6 +13,7 @@
 pub mod atomic;
 pub mod config;
 pub mod edit;
+pub mod file_types;
 pub mod guard;
 pub mod listing;
 pub mod pending;
