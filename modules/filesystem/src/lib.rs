@@ -17,6 +17,7 @@ pub mod file_types;
 pub mod guard;
 pub mod history;
 pub mod listing;
+pub mod media;
 pub mod pending;
 pub mod policy;
 pub mod search;
