@@ -6,9 +6,19 @@ use toolhost_core::ToolError;
 
 use crate::text::similar::edit_distance;
 
+/// Longest type name accepted (ripgrep's longest is under 20 bytes).
+pub const MAX_NAME_BYTES: usize = 64;
+
 /// The matcher for one ripgrep type name, or an error naming the closest
 /// known names.
 pub fn select(name: &str) -> Result<Types, ToolError> {
+    // Type names are short; a long one is refused before it is compared
+    // with every known name (edit distance is quadratic).
+    if name.is_empty() || name.len() > MAX_NAME_BYTES {
+        return Err(ToolError::invalid_input(format!(
+            "`type` must be a ripgrep type name of 1 to {MAX_NAME_BYTES} bytes, like rust, py or js"
+        )));
+    }
     let mut builder = TypesBuilder::new();
     builder.add_defaults();
     let known = builder.definitions();
