@@ -110,7 +110,8 @@ pub fn prepare(bytes: &[u8], display: &str) -> Result<Prepared, ToolError> {
         ToolError::new(
             code,
             format!(
-                "{display} cannot be read as a {} image: {e} (read_file decodes images up to {MAX_SIDE}×{MAX_SIDE} px and {} MiB of pixels)",
+                "{display} ({} bytes) cannot be read as a {} image: {e} (read_file decodes images up to {MAX_SIDE}×{MAX_SIDE} px and {} MiB of pixels)",
+                bytes.len(),
                 name(format),
                 MAX_DECODE_BYTES >> 20
             ),
