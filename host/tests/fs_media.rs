@@ -372,3 +372,22 @@ fn a_notebook_with_100k_cells_is_paged() {
         "[cell 100000 (code, python, execution_count 99999)]\nprint(99999)\n[output: stdout]\n99999\n"
     );
 }
+
+#[test]
+fn notebook_image_outputs_are_capped_per_call() {
+    let tree = Tree::new();
+    let png = encoded(&picture(16, 16), ImageFormat::Png);
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&png);
+    let cells: Vec<Value> = (0..10)
+        .map(|i| json!({"cell_type": "code", "execution_count": i, "metadata": {}, "source": "show()",
+                        "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": b64}}]}))
+        .collect();
+    tree.write("pics.ipynb", notebook(cells));
+    let called = tree.read(json!({"file_path": "pics.ipynb"}));
+    let out = text(&called);
+    assert_eq!(images(&called).len(), 8, "{out}");
+    assert!(out.contains("2 more image output(s) not attached"), "{out}");
+    // Paging on reaches the rest.
+    let called = tree.read(json!({"file_path": "pics.ipynb", "offset": 25}));
+    assert_eq!(images(&called).len(), 2, "{}", text(&called));
+}

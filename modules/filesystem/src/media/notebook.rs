@@ -10,6 +10,8 @@ use toolhost_core::ToolError;
 pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 /// Most images from outputs returned by one call.
 pub const MAX_IMAGES: usize = 8;
+/// Most encoded image bytes returned by one call (before base64).
+pub const MAX_IMAGE_BYTES: usize = 4 * 1024 * 1024;
 /// Characters kept of one output (a cell printing megabytes is cut).
 const MAX_OUTPUT_CHARS: usize = 20_000;
 

@@ -258,16 +258,19 @@ fn notebook_window(
     }
     let mut attached = 0;
     let mut skipped = 0;
+    let mut bytes_out = 0;
     for (at, mime, data) in &rendered.images {
         if *at < first || *at >= end {
             continue;
         }
-        if attached >= media::notebook::MAX_IMAGES {
+        if attached >= media::notebook::MAX_IMAGES || bytes_out >= media::notebook::MAX_IMAGE_BYTES {
             skipped += 1;
             continue;
         }
         match media::notebook::image_block(mime, data, display) {
+            Ok(image) if bytes_out + image.data.len() > media::notebook::MAX_IMAGE_BYTES => skipped += 1,
             Ok(image) => {
+                bytes_out += image.data.len();
                 ctx.add_content(ContentBlock::image(
                     image.mime,
                     base64::engine::general_purpose::STANDARD.encode(&image.data),
@@ -288,8 +291,9 @@ fn notebook_window(
     }
     if skipped > 0 {
         text.push_str(&format!(
-            "[{skipped} more image output(s) not attached: at most {} per call; page on with offset]\n",
-            media::notebook::MAX_IMAGES
+            "[{skipped} more image output(s) not attached: at most {} images and {} MiB per call; page on with offset]\n",
+            media::notebook::MAX_IMAGES,
+            media::notebook::MAX_IMAGE_BYTES >> 20
         ));
     }
     if end < total {
