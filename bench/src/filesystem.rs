@@ -138,6 +138,25 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         ),
     }
 
+    // Issue #18: paging skips entries before formatting them, and a type
+    // filter is checked per file; neither should cost more than the plain
+    // search above.
+    for (label, input) in [
+        (
+            "grep content page offset 10, head_limit 5 over the 2,000-file tree",
+            json!({"pattern": PATTERN, "path": "tree", "output_mode": "content", "offset": 10, "head_limit": 5}),
+        ),
+        (
+            "grep type=rust, files_with_matches, over the 2,000-file tree",
+            json!({"pattern": PATTERN, "path": "tree", "type": "rust"}),
+        ),
+    ] {
+        let stats = b.time(3, b.n(30), || {
+            std::hint::black_box(call("grep", input.clone()));
+        });
+        b.row("filesystem", label, stats, None);
+    }
+
     let glob_input = json!({"pattern": "**/*.rs", "path": "tree"});
     let stats = b.time(3, b.n(50), || {
         std::hint::black_box(call("glob", glob_input.clone()));

@@ -146,7 +146,7 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
     let mut result =
         match outcome {
             Ok((Ok(output), extra)) => {
-                let mut r = ToolResult::success(&tool_call_id, output);
+                let mut r = ToolResult::success(&tool_call_id, output).with_content(ctx.take_content());
                 r.metadata.extra = extra;
                 r
             }
@@ -258,6 +258,51 @@ mod tests {
                 ctx.working_dir().display()
             ))
         }
+    }
+
+    /// Adds an image and a text block, then fails when `n` is 0.
+    struct Pictures;
+
+    impl Tool for Pictures {
+        type Input = Input;
+        type Output = String;
+
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new("pictures", "Returns blocks.")
+        }
+
+        fn execute(&self, input: Input, ctx: &Context<'_>) -> Result<String, ToolError> {
+            ctx.add_content(crate::ContentBlock::image("image/png", "AAAA"));
+            ctx.add_content(crate::ContentBlock::text("caption"));
+            if input.n == 0 {
+                return Err(ToolError::invalid_input("n is 0"));
+            }
+            Ok("two blocks".into())
+        }
+    }
+
+    #[test]
+    fn content_blocks_travel_beside_the_output_only_on_success() {
+        let ctx = TestContext::new();
+        let r = ctx.call(&Pictures, json!({"n": 1}), Path::new("/w"));
+        assert!(r.success, "{:?}", r.error);
+        assert_eq!(r.output, json!("two blocks"));
+        assert_eq!(
+            r.content,
+            vec![
+                crate::ContentBlock::image("image/png", "AAAA"),
+                crate::ContentBlock::text("caption")
+            ]
+        );
+        let json = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(json["content"][0]["type"], "image", "{json}");
+        let r = ctx.call(&Pictures, json!({"n": 0}), Path::new("/w"));
+        assert!(!r.success);
+        assert!(r.content.is_empty(), "{:?}", r.content);
+        // A tool that adds none has no `content` on the wire.
+        let r = ctx.call(&Echo, json!({"n": 1}), Path::new("/w"));
+        let json = serde_json::to_value(&r).unwrap_or_default();
+        assert!(json.get("content").is_none(), "{json}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::ToolError;
 use crate::abi::{level, FfiContextRef, NO_DEADLINE};
+use crate::wire::ContentBlock;
 
 /// Log severity for [`Context::log`] and [`crate::Coordinator::log`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -49,6 +50,7 @@ pub struct Context<'a> {
     tool_call_id: String,
     working_dir: PathBuf,
     metadata: Mutex<Map<String, Value>>,
+    content: Mutex<Vec<ContentBlock>>,
     session_id: Option<String>,
 }
 
@@ -59,6 +61,7 @@ impl<'a> Context<'a> {
             tool_call_id,
             working_dir,
             metadata: Mutex::new(Map::new()),
+            content: Mutex::new(Vec::new()),
             session_id: None,
         }
     }
@@ -137,6 +140,24 @@ impl<'a> Context<'a> {
         if let (Ok(mut map), Ok(value)) = (self.metadata.lock(), serde_json::to_value(value)) {
             map.insert(key.into(), value);
         }
+    }
+
+    /// Adds a content block (an image, a text) to the result, beside the
+    /// tool's typed output: what a client shows a model directly, such as
+    /// the pixels of an image read_file opened. Blocks keep the order they
+    /// were added in; the output stays the structured answer. Blocks added
+    /// by a call that fails are dropped with the rest of its result.
+    pub fn add_content(&self, block: ContentBlock) {
+        if let Ok(mut content) = self.content.lock() {
+            content.push(block);
+        }
+    }
+
+    pub(crate) fn take_content(&self) -> Vec<ContentBlock> {
+        self.content
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default()
     }
 
     pub(crate) fn take_metadata(&self) -> Map<String, Value> {

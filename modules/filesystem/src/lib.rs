@@ -13,11 +13,15 @@
 pub mod atomic;
 pub mod config;
 pub mod edit;
+pub mod file_types;
 pub mod guard;
+pub mod history;
 pub mod listing;
+pub mod media;
 pub mod pending;
 pub mod policy;
 pub mod search;
+pub mod snapshot;
 pub mod state;
 pub mod text;
 pub mod tools;
@@ -32,7 +36,7 @@ use state::Shared;
 
 toolhost_core::export_module! {
     name: "filesystem",
-    description: "Files: read_file, write_file, edit_file, list_directory, glob, grep, confined to allowed folders",
+    description: "Files: read_file, write_file, edit_file, delete_file, undo_edit, list_directory, glob, grep, confined to allowed folders",
     mount: mount,
 }
 
@@ -66,7 +70,9 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
     coordinator.register(tools::edit_file::EditFile { state: state.clone() })?;
     coordinator.register(tools::list_directory::ListDirectory { state: state.clone() })?;
     coordinator.register(tools::glob::Glob { state: state.clone() })?;
-    coordinator.register(tools::grep::Grep { state })?;
+    coordinator.register(tools::grep::Grep { state: state.clone() })?;
+    coordinator.register(tools::delete_file::DeleteFile { state: state.clone() })?;
+    coordinator.register(tools::undo_edit::UndoEdit { state })?;
     Ok(Cleanup::none())
 }
 
@@ -89,5 +95,6 @@ pub fn build_state_in(
         reads: Default::default(),
         locks: Default::default(),
         pending: pending::Pending::new(state_dir),
+        history: Default::default(),
     }))
 }

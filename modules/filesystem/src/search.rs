@@ -32,7 +32,8 @@ pub enum Line {
 /// The hits of one file.
 #[derive(Debug, Default)]
 pub struct Hits {
-    /// Matching lines.
+    /// Matches: matching lines, or in multi-line mode matches (one may
+    /// span several lines).
     pub count: u64,
     /// Content-mode lines.
     pub lines: Vec<Line>,
@@ -72,11 +73,17 @@ impl Sink for Collect<'_> {
             Mode::Files => Ok(false),
             Mode::Count => Ok(true),
             Mode::Content => {
-                let text = self.text(mat.bytes());
-                self.hits
-                    .lines
-                    .push(Line::Match(mat.line_number().unwrap_or(0), text));
-                Ok(self.hits.lines.len() < self.max_lines)
+                // A multi-line match spans several lines: each is shown
+                // with its own number.
+                let first = mat.line_number().unwrap_or(0);
+                for (i, line) in mat.lines().enumerate() {
+                    let text = self.text(line);
+                    self.hits.lines.push(Line::Match(first + i as u64, text));
+                    if self.hits.lines.len() >= self.max_lines {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
             }
         }
     }

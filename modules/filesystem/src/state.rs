@@ -18,6 +18,8 @@ pub struct Shared {
     pub locks: FileLocks,
     /// Markers of temp files being written (for the cleanup after a crash).
     pub pending: crate::pending::Pending,
+    /// What undo_edit restores, per session.
+    pub history: crate::history::History,
 }
 
 /// Cheap to clone into each tool.

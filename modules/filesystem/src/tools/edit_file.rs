@@ -1,8 +1,6 @@
-//! edit_file: exact string replacement, atomic, guarded, with a short diff.
+//! edit_file: exact string replacement (one edit, or several applied in
+//! order), atomic, guarded, with a short diff.
 
-use std::io::Read;
-
-use rustix::fs::{FileType, Mode, OFlags};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
@@ -10,8 +8,23 @@ use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 use crate::atomic;
 use crate::edit;
 use crate::guard::hold;
-use crate::policy::fd::kind_name;
 use crate::state::State;
+
+/// Most edits one call may carry.
+pub const MAX_EDITS: usize = 1000;
+
+/// One replacement of a multi-edit.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditSpec {
+    /// The exact text to replace, as the file reads after the edits before this one.
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring exactly one (default false).
+    #[serde(default)]
+    pub replace_all: bool,
+}
 
 /// Input of edit_file.
 #[derive(Deserialize, JsonSchema)]
@@ -20,12 +33,52 @@ pub struct EditFileInput {
     /// The file to edit: absolute, or relative to the working directory.
     pub file_path: String,
     /// The exact text to replace, copied from the file (without read_file's line-number prefix).
-    pub old_string: String,
+    #[serde(default)]
+    pub old_string: Option<String>,
     /// The text to put in its place.
-    pub new_string: String,
+    #[serde(default)]
+    pub new_string: Option<String>,
     /// Replace every occurrence instead of requiring exactly one (default false).
     #[serde(default)]
-    pub replace_all: bool,
+    pub replace_all: Option<bool>,
+    /// Several edits applied in order, each to the result of the previous one, and written once: all or none. Instead of old_string/new_string.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 1000))]
+    pub edits: Option<Vec<EditSpec>>,
+}
+
+impl EditFileInput {
+    /// The edits to apply, from either form; both forms, or neither, is an error.
+    fn into_edits(self) -> Result<(String, Vec<EditSpec>, bool), ToolError> {
+        let single = self.old_string.is_some() || self.new_string.is_some() || self.replace_all.is_some();
+        match (self.edits, single) {
+            (Some(_), true) => Err(ToolError::invalid_input(
+                "give either old_string/new_string/replace_all or edits, not both",
+            )),
+            (Some(edits), false) => {
+                if edits.is_empty() || edits.len() > MAX_EDITS {
+                    return Err(ToolError::invalid_input(format!(
+                        "edits must hold 1 to {MAX_EDITS} edits"
+                    )));
+                }
+                Ok((self.file_path, edits, true))
+            }
+            (None, _) => match (self.old_string, self.new_string) {
+                (Some(old_string), Some(new_string)) => Ok((
+                    self.file_path,
+                    vec![EditSpec {
+                        old_string,
+                        new_string,
+                        replace_all: self.replace_all.unwrap_or(false),
+                    }],
+                    false,
+                )),
+                _ => Err(ToolError::invalid_input(
+                    "give old_string and new_string (or edits: [{old_string, new_string, replace_all}])",
+                )),
+            },
+        }
+    }
 }
 
 /// Replaces text in a file.
@@ -43,8 +96,10 @@ impl Tool for EditFile {
             "edit_file",
             "Replaces `old_string` with `new_string` in a file. `old_string` must match exactly once \
              (or set `replace_all`); on no match the answer shows the closest lines, on several it \
-             shows their line numbers. CRLF files stay CRLF. Read the file with read_file first. \
-             The answer shows a short diff.",
+             shows their line numbers. Or give `edits: [{old_string, new_string, replace_all}]`: \
+             applied in order, each to the result of the previous one, and written once — if one \
+             fails (named by its index) the file is left untouched. CRLF files stay CRLF. Read the \
+             file with read_file first. The answer shows a short diff; undo_edit reverts it.",
         )
         .effect(Effect::InternalMutation)
         .resource_key("/file_path", AccessMode::Write)
@@ -53,14 +108,20 @@ impl Tool for EditFile {
 
     fn execute(&self, input: EditFileInput, ctx: &Context<'_>) -> Result<String, ToolError> {
         let state = &self.state;
-        if input.old_string.is_empty() {
-            return Err(ToolError::invalid_input(
-                "old_string is empty; give the exact text to replace (use write_file to create a file)",
-            ));
+        let (file_path, edits, multi) = input.into_edits()?;
+        if let Some(i) = edits.iter().position(|e| e.old_string.is_empty()) {
+            let which = if multi {
+                format!("edits[{i}]: ")
+            } else {
+                String::new()
+            };
+            return Err(ToolError::invalid_input(format!(
+                "{which}old_string is empty; give the exact text to replace (use write_file to create a file)"
+            )));
         }
         let target = state
             .policy
-            .open_write("file_path", &input.file_path, ctx.working_dir(), false)?;
+            .open_write("file_path", &file_path, ctx.working_dir(), false)?;
         let display = target.display.clone();
         let lock = state.locks.of(&target.key);
         let _held = hold(&lock);
@@ -80,53 +141,71 @@ impl Tool for EditFile {
                 stat.st_size, state.config.max_edit_bytes
             )));
         }
-        let fd = rustix::fs::openat(
-            &target.dir,
-            target.name.as_os_str(),
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-            Mode::empty(),
-        )
-        .map_err(|e| ToolError::new("io_error", format!("cannot open {display}: {e}")))?;
-        let now = rustix::fs::fstat(&fd)
-            .map_err(|e| ToolError::new("io_error", format!("cannot stat {display}: {e}")))?;
-        let kind = FileType::from_raw_mode(now.st_mode);
-        if kind != FileType::RegularFile {
-            return Err(ToolError::new(
-                "unsupported_file_type",
-                format!("{display} is a {}, not a regular file", kind_name(kind)),
-            ));
-        }
-        if now.st_ino != stat.st_ino {
-            return Err(ToolError::new(
-                "io_error",
-                format!("{display} was replaced while it was being edited; read it again and retry"),
-            ));
-        }
-        let mut bytes = Vec::with_capacity(now.st_size.max(0) as usize);
-        std::fs::File::from(fd)
-            .read_to_end(&mut bytes)
-            .map_err(|e| ToolError::new("io_error", format!("cannot read {display}: {e}")))?;
-        let content = String::from_utf8(bytes).map_err(|e| {
-            let at = e.utf8_error().valid_up_to();
-            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        let bytes = crate::snapshot::read(&target, &stat)?;
+        let content = std::str::from_utf8(&bytes).map_err(|e| {
+            let at = e.valid_up_to();
+            let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
             ToolError::invalid_input(format!(
                 "{display} is not valid UTF-8 (at byte {at}, line {line}); edit_file edits UTF-8 text only — rewrite the file with write_file instead"
             ))
         })?;
-        let applied = edit::apply(
-            &content,
-            &input.old_string,
-            &input.new_string,
-            input.replace_all,
-            &display,
-        )?;
-        let new_stat = atomic::write(&target, applied.content.as_bytes(), Some(&stat), &state.pending)
+        // Every edit in memory first: the file is written once, or not at all.
+        let mut current = content.to_string();
+        let mut count = 0;
+        let mut diffs = String::new();
+        for (i, spec) in edits.iter().enumerate() {
+            ctx.check_cancelled()?;
+            let applied = edit::apply(
+                &current,
+                &spec.old_string,
+                &spec.new_string,
+                spec.replace_all,
+                &display,
+            )
+            .map_err(|e| {
+                if multi {
+                    let done = if i == 0 {
+                        String::new()
+                    } else {
+                        format!(" (edits 0-{} applied cleanly, in memory only)", i - 1)
+                    };
+                    ToolError::invalid_input(format!(
+                        "edits[{i}] failed{done}; nothing was written, {display} is unchanged: {}",
+                        e.message()
+                    ))
+                } else {
+                    e
+                }
+            })?;
+            if u64::try_from(applied.content.len()).unwrap_or(u64::MAX) > state.config.max_edit_bytes {
+                return Err(ToolError::invalid_input(format!(
+                    "the edited {display} would be {} bytes; the limit is {} (max_edit_bytes); nothing was written",
+                    applied.content.len(),
+                    state.config.max_edit_bytes
+                )));
+            }
+            count += applied.count;
+            if multi {
+                diffs.push_str(&format!("edits[{i}]:\n"));
+            }
+            diffs.push_str(&applied.diff);
+            current = applied.content;
+        }
+        let new_stat = atomic::write(&target, current.as_bytes(), Some(&stat), &state.pending)
             .map_err(|e| atomic::write_error(&display, e))?;
         state.reads.record(ctx.session_id(), &target.key, &new_stat);
-        let plural = if applied.count == 1 { "" } else { "s" };
+        let saved = state
+            .history
+            .record(ctx.session_id(), &target.key, Some(bytes), &new_stat);
+        let plural = if count == 1 { "" } else { "s" };
+        let edits_note = if multi {
+            format!(" from {} edits", edits.len())
+        } else {
+            String::new()
+        };
         Ok(format!(
-            "edited {display}: {} replacement{plural}\n{}",
-            applied.count, applied.diff
+            "edited {display}: {count} replacement{plural}{edits_note}\n{diffs}{}",
+            super::undo_edit::not_saved_note(&saved)
         ))
     }
 }

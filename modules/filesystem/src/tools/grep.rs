@@ -22,6 +22,8 @@ use crate::walk::Scope;
 
 /// Most results a caller may ask for.
 const MAX_HEAD_LIMIT: u64 = 10_000;
+/// Most context lines on either side of a match.
+const MAX_CONTEXT: u64 = 100;
 /// Content lines gathered before the walk stops early.
 const GATHER_CAP: usize = 50_000;
 /// Memory one search may hold for a line (with its context): ripgrep's
@@ -75,6 +77,25 @@ pub struct GrepInput {
     /// Most lines (content mode) or files (other modes) returned.
     #[serde(default)]
     pub head_limit: Option<u64>,
+    /// Only search files of this ripgrep type, e.g. `rust`, `py`, `js`, `ts`, `go`, `md` (ripgrep's own type definitions).
+    #[serde(default, rename = "type")]
+    #[schemars(length(max = 64))]
+    pub file_type: Option<String>,
+    /// Lines of context shown before each match (content mode; overrides `context`).
+    #[serde(default)]
+    pub before_context: Option<u64>,
+    /// Lines of context shown after each match (content mode; overrides `context`).
+    #[serde(default)]
+    pub after_context: Option<u64>,
+    /// Prefix content lines with their line numbers (default true).
+    #[serde(default)]
+    pub line_numbers: Option<bool>,
+    /// Multi-line mode: `.` matches newlines and a pattern may span lines (files up to 8 MiB).
+    #[serde(default)]
+    pub multiline: bool,
+    /// Skip this many lines (content mode) or files (other modes) before `head_limit` applies: page with it.
+    #[serde(default)]
+    pub offset: Option<u64>,
 }
 
 /// Searches file contents.
@@ -90,6 +111,7 @@ struct Plan<'a> {
     mode: Mode,
     max_chars: usize,
     file_glob: Option<(globset::GlobMatcher, bool)>,
+    types: Option<ignore::types::Types>,
     scope: &'a Scope,
 }
 
@@ -132,6 +154,13 @@ impl Plan<'_> {
     }
 
     fn wanted(&self, path: &Path) -> bool {
+        if self
+            .types
+            .as_ref()
+            .is_some_and(|t| !t.matched(path, false).is_whitelist())
+        {
+            return false;
+        }
         match &self.file_glob {
             None => true,
             Some((glob, true)) => self.scope.relative(path).is_some_and(|rel| glob.is_match(rel)),
@@ -149,7 +178,10 @@ impl Tool for Grep {
             "grep",
             "Searches file contents with a regular expression (ripgrep's engine) under `path` \
              (default: the working directory). `output_mode`: files_with_matches (default), \
-             content (`path:line:text`, with `context` lines) or count. Filter files with `glob`. \
+             content (`path:line:text`; `context`, `before_context`, `after_context` lines; \
+             `line_numbers` false drops the numbers) or count (`path:count`). Filter files with \
+             `glob` or ripgrep's `type` (`rust`, `py`, `js`…). `multiline` lets `.` match newlines \
+             and patterns span lines (files up to 8 MiB). Page with `offset` and `head_limit`. \
              Honours .gitignore; skips binary files, .git and symbolic links.",
         )
         .effect(Effect::ReadOnly)
@@ -170,7 +202,15 @@ impl Tool for Grep {
                 "head_limit must be 1 to {MAX_HEAD_LIMIT}"
             )));
         }
-        let context = input.context.unwrap_or(0).min(100) as usize;
+        let context = input.context.unwrap_or(0);
+        let before = input.before_context.unwrap_or(context).min(MAX_CONTEXT) as usize;
+        let after = input.after_context.unwrap_or(context).min(MAX_CONTEXT) as usize;
+        let offset = usize::try_from(input.offset.unwrap_or(0)).unwrap_or(usize::MAX);
+        let types = input
+            .file_type
+            .as_deref()
+            .map(crate::file_types::select)
+            .transpose()?;
         if input.pattern.len() > MAX_PATTERN_BYTES
             || input.glob.as_ref().is_some_and(|g| g.len() > MAX_GLOB_BYTES)
         {
@@ -180,13 +220,26 @@ impl Tool for Grep {
         }
         // Size limits make a pathological regex fail fast instead of
         // compiling for minutes where cancellation cannot reach it.
-        let matcher = RegexMatcherBuilder::new()
+        let mut builder = RegexMatcherBuilder::new();
+        builder
             .case_insensitive(input.case_insensitive)
-            .line_terminator(Some(b'\n'))
             .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(REGEX_SIZE_LIMIT)
-            .build(&input.pattern)
-            .map_err(|e| ToolError::invalid_input(format!("invalid regex {:?}: {e}", input.pattern)))?;
+            .dfa_size_limit(REGEX_SIZE_LIMIT);
+        if input.multiline {
+            // ripgrep's `-U --multiline-dotall`: the whole file is one
+            // haystack (bounded by MAX_LINE_BUFFER below).
+            builder.multi_line(true).dot_matches_new_line(true);
+        } else {
+            builder.line_terminator(Some(b'\n'));
+        }
+        let matcher = builder.build(&input.pattern).map_err(|e| {
+            let hint = if !input.multiline && e.to_string().contains("\"\\n\"") {
+                "; set `multiline` to true to match across lines"
+            } else {
+                ""
+            };
+            ToolError::invalid_input(format!("invalid regex {:?}: {e}{hint}", input.pattern))
+        })?;
         let file_glob = match &input.glob {
             None => None,
             Some(g) => {
@@ -203,14 +256,16 @@ impl Tool for Grep {
             .heap_limit(Some(MAX_LINE_BUFFER))
             .binary_detection(BinaryDetection::quit(b'\x00'))
             .line_number(true)
-            .before_context(context)
-            .after_context(context);
+            .multi_line(input.multiline)
+            .before_context(before)
+            .after_context(after);
         let plan = Plan {
             matcher,
             searcher,
             mode,
             max_chars: state.config.max_line_chars,
             file_glob,
+            types,
             scope: &scope,
         };
         let mut results: Vec<(PathBuf, Hits)> = Vec::new();
@@ -235,15 +290,13 @@ impl Tool for Grep {
         }
         ctx.check_cancelled()?;
         results.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out = render(
-            &scope,
-            &input.pattern,
-            mode,
-            head_limit as usize,
-            results,
-            stopped_early,
-        );
-        let notes = skipped_notes(&scope, &skipped);
+        let page = Page {
+            offset,
+            head_limit: head_limit as usize,
+            line_numbers: input.line_numbers.unwrap_or(true),
+        };
+        let mut out = render(&scope, &input.pattern, mode, page, results, stopped_early);
+        let notes = skipped_notes(&scope, &skipped, input.multiline);
         if !notes.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }
@@ -331,7 +384,7 @@ fn walk(
 
 /// Notes on files grep did not search (in full): after the results, so a
 /// model knows the answer may be incomplete and why.
-fn skipped_notes(scope: &Scope, skipped: &Skipped) -> String {
+fn skipped_notes(scope: &Scope, skipped: &Skipped, multiline: bool) -> String {
     let mut out = String::new();
     let long = skipped.long_lines.load(Ordering::Relaxed);
     if long > 0 {
@@ -341,10 +394,17 @@ fn skipped_notes(scope: &Scope, skipped: &Skipped) -> String {
             .ok()
             .and_then(|f| f.as_ref().map(|p| scope.show(p)))
             .unwrap_or_default();
-        out.push_str(&format!(
-            "[{long} file(s) not searched past a line longer than {} MiB (first: {first}); grep holds at most that much of one line — read_file shows such lines cut]\n",
-            MAX_LINE_BUFFER >> 20
-        ));
+        if multiline {
+            out.push_str(&format!(
+                "[{long} file(s) larger than {} MiB not searched in multiline mode (first: {first}); multiline holds a whole file in memory — search them without multiline]\n",
+                MAX_LINE_BUFFER >> 20
+            ));
+        } else {
+            out.push_str(&format!(
+                "[{long} file(s) not searched past a line longer than {} MiB (first: {first}); grep holds at most that much of one line — read_file shows such lines cut]\n",
+                MAX_LINE_BUFFER >> 20
+            ));
+        }
     }
     let links = skipped.hard_links.load(Ordering::Relaxed);
     if links > 0 {
@@ -356,12 +416,31 @@ fn skipped_notes(scope: &Scope, skipped: &Skipped) -> String {
     out
 }
 
-/// The answer text, cut to `head_limit` with a note.
+/// Which part of the results to show, and how.
+#[derive(Clone, Copy)]
+struct Page {
+    /// Entries (lines or files) skipped first.
+    offset: usize,
+    /// Entries shown after the skipped ones.
+    head_limit: usize,
+    /// Whether content lines carry their numbers.
+    line_numbers: bool,
+}
+
+impl Page {
+    /// Whether entry `index` (0-based over all entries) is shown.
+    fn shows(&self, index: usize) -> bool {
+        index >= self.offset && index - self.offset < self.head_limit
+    }
+}
+
+/// The answer text: the page of entries `offset..offset + head_limit`, and
+/// a note saying how to reach the rest.
 fn render(
     scope: &Scope,
     pattern: &str,
     mode: Mode,
-    head_limit: usize,
+    page: Page,
     results: Vec<(PathBuf, Hits)>,
     stopped_early: bool,
 ) -> String {
@@ -371,49 +450,54 @@ fn render(
     let mut lines: Vec<String> = Vec::new();
     let mut total = 0usize;
     let files = results.len();
+    let mut push = |total: &mut usize, line: &dyn Fn() -> String| {
+        if page.shows(*total) {
+            lines.push(line());
+        }
+        *total += 1;
+    };
     for (path, hits) in &results {
         let shown = scope.show(path);
         match mode {
-            Mode::Files => {
-                total += 1;
-                if lines.len() < head_limit {
-                    lines.push(shown);
-                }
-            }
-            Mode::Count => {
-                total += 1;
-                if lines.len() < head_limit {
-                    lines.push(format!("{shown}:{}", hits.count));
-                }
-            }
+            Mode::Files => push(&mut total, &|| shown.clone()),
+            Mode::Count => push(&mut total, &|| format!("{shown}:{}", hits.count)),
             Mode::Content => {
                 if total > 0 && matches!(hits.lines.first(), Some(Line::Context(..))) {
-                    total += 1;
-                    if lines.len() < head_limit {
-                        lines.push("--".to_string());
-                    }
+                    push(&mut total, &|| "--".to_string());
                 }
                 for line in &hits.lines {
-                    total += 1;
-                    if lines.len() >= head_limit {
-                        continue;
-                    }
-                    lines.push(match line {
-                        Line::Match(n, text) => format!("{shown}:{n}:{text}"),
-                        Line::Context(n, text) => format!("{shown}-{n}-{text}"),
-                        Line::Break => "--".to_string(),
+                    push(&mut total, &|| match (line, page.line_numbers) {
+                        (Line::Match(n, text), true) => format!("{shown}:{n}:{text}"),
+                        (Line::Context(n, text), true) => format!("{shown}-{n}-{text}"),
+                        (Line::Match(_, text), false) => format!("{shown}:{text}"),
+                        (Line::Context(_, text), false) => format!("{shown}-{text}"),
+                        (Line::Break, _) => "--".to_string(),
                     });
                 }
             }
         }
     }
+    let unit = if mode == Mode::Content { "lines" } else { "files" };
+    if lines.is_empty() {
+        return format!(
+            "[offset {} is past the end: there are {total} {unit} of results for {pattern:?}; use an offset below {total}]\n",
+            page.offset
+        );
+    }
     let mut out = lines.join("\n");
     out.push('\n');
-    let unit = if mode == Mode::Content { "lines" } else { "files" };
-    if total > lines.len() {
+    let end = page.offset + lines.len();
+    if total > end {
         out.push_str(&format!(
-            "[{} more {unit} not shown (head_limit = {head_limit}); narrow the search or raise head_limit]\n",
-            total - lines.len()
+            "[{} more {unit} not shown (showing {}-{end} of {total}, head_limit = {}); continue with offset={end}, or narrow the search]\n",
+            total - end,
+            page.offset + 1,
+            page.head_limit
+        ));
+    } else if page.offset > 0 {
+        out.push_str(&format!(
+            "[showing {unit} {}-{end} of {total}: the last page]\n",
+            page.offset + 1
         ));
     }
     if stopped_early {

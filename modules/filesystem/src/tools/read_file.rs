@@ -8,7 +8,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 
+use base64::Engine;
+use toolhost_core::ContentBlock;
+
 use crate::listing::{self, Limits, Origin};
+use crate::media;
 use crate::policy::fd;
 use crate::state::State;
 use crate::text::binary;
@@ -26,6 +30,10 @@ pub struct ReadFileInput {
     /// How many lines to show (default 2000).
     #[serde(default)]
     pub limit: Option<u64>,
+    /// PDF only: the page or pages to read, like "3" or "1-5" (at most 50 pages per call).
+    #[serde(default)]
+    #[schemars(length(max = 32))]
+    pub pages: Option<String>,
 }
 
 /// Reads a text file as numbered lines.
@@ -43,8 +51,11 @@ impl Tool for ReadFile {
             "read_file",
             "Reads a text file and returns its lines numbered like `cat -n`. Pages with `offset` \
              (1-based line) and `limit` (lines, default 2000); long lines are cut with a marker. \
-             Binary files are refused with their type and size; a folder path returns its listing. \
-             Read a file before you overwrite or edit it.",
+             Images (PNG, JPEG, GIF, WebP, up to 20 MiB) come back as an image, downscaled to at \
+             most 1568 px on the long side and 1 MiB; PDFs (up to 32 MiB) as text by page, chosen \
+             with `pages` (\"3\", \"1-5\"; 50 pages per call); Jupyter notebooks (.ipynb) as cells \
+             with their outputs. Other binary files are refused with their type and size; a folder \
+             path returns its listing. Read a file before you overwrite or edit it.",
         )
         .effect(Effect::ReadOnly)
         .resource_key("/file_path", AccessMode::Read)
@@ -104,6 +115,39 @@ impl Tool for ReadFile {
         let got = read_up_to(&mut file, &mut head)
             .map_err(|e| ToolError::new("io_error", format!("cannot read {display}: {e}")))?;
         head.truncate(got);
+        let kind = media::sniff(&head);
+        if input.pages.is_some() && kind != Some(media::Kind::Pdf) {
+            return Err(ToolError::invalid_input(format!(
+                "pages applies to PDF files only, and {display} is not a PDF; page text files with offset and limit"
+            )));
+        }
+        match kind {
+            Some(media::Kind::Image) => {
+                let bytes = media::read_all(head, file, media::image::MAX_FILE_BYTES, "an image", display)?;
+                let prepared =
+                    media::unpanicked("image", display, || media::image::prepare(&bytes, display))?;
+                ctx.add_content(ContentBlock::image(
+                    prepared.mime,
+                    base64::engine::general_purpose::STANDARD.encode(&prepared.data),
+                ));
+                ctx.set_metadata("image_size", [prepared.size.0, prepared.size.1]);
+                return Ok(prepared.summary(display, bytes.len()));
+            }
+            Some(media::Kind::Pdf) => {
+                let bytes = media::read_all(head, file, media::pdf::MAX_FILE_BYTES, "a PDF", display)?;
+                return media::pdf::read(bytes, input.pages.as_deref(), config.max_read_bytes, display, ctx);
+            }
+            None => {}
+        }
+        let notebook = handle
+            .resolved
+            .abs
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
+        if notebook && !binary::looks_binary(&head) {
+            let bytes = media::read_all(head, file, media::notebook::MAX_FILE_BYTES, "a notebook", display)?;
+            return notebook_window(&bytes, offset, limit, config.max_read_bytes, display, ctx);
+        }
         if binary::looks_binary(&head) {
             return Err(ToolError::new(
                 "binary_file",
@@ -181,6 +225,86 @@ impl Tool for ReadFile {
         }
         Ok(text)
     }
+}
+
+/// A notebook's rendering, paged like a text file by line, with the image
+/// outputs of the lines shown (at most [`media::notebook::MAX_IMAGES`]).
+fn notebook_window(
+    bytes: &[u8],
+    offset: usize,
+    limit: usize,
+    max_bytes: usize,
+    display: &str,
+    ctx: &Context<'_>,
+) -> Result<String, ToolError> {
+    let rendered = media::unpanicked("notebook", display, || media::notebook::render(bytes, display))?;
+    let total = rendered.lines.len();
+    if offset > total.max(1) {
+        return Err(ToolError::invalid_input(format!(
+            "offset {offset} is past the end of {display}, whose rendering has {total} lines; use an offset from 1 to {}",
+            total.max(1)
+        )));
+    }
+    let mut text = String::new();
+    let first = offset - 1;
+    let mut end = first;
+    for line in rendered.lines.iter().skip(first).take(limit) {
+        if text.len() + line.len() + 1 > max_bytes && end > first {
+            break;
+        }
+        text.push_str(line);
+        text.push('\n');
+        end += 1;
+    }
+    let mut attached = 0;
+    let mut skipped = 0;
+    let mut bytes_out = 0;
+    for (at, mime, data) in &rendered.images {
+        if *at < first || *at >= end {
+            continue;
+        }
+        if attached >= media::notebook::MAX_IMAGES || bytes_out >= media::notebook::MAX_IMAGE_BYTES {
+            skipped += 1;
+            continue;
+        }
+        match media::notebook::image_block(mime, data, display) {
+            Ok(image) if bytes_out + image.data.len() > media::notebook::MAX_IMAGE_BYTES => skipped += 1,
+            Ok(image) => {
+                bytes_out += image.data.len();
+                ctx.add_content(ContentBlock::image(
+                    image.mime,
+                    base64::engine::general_purpose::STANDARD.encode(&image.data),
+                ));
+                attached += 1;
+            }
+            Err(e) => text.push_str(&format!(
+                "[an image output on line {} was not attached: {}]\n",
+                at + 1,
+                e.message()
+            )),
+        }
+    }
+    if attached > 0 {
+        text.push_str(&format!(
+            "[{attached} image output(s) attached as image blocks, in order]\n"
+        ));
+    }
+    if skipped > 0 {
+        text.push_str(&format!(
+            "[{skipped} more image output(s) not attached: at most {} images and {} MiB per call; page on with offset]\n",
+            media::notebook::MAX_IMAGES,
+            media::notebook::MAX_IMAGE_BYTES >> 20
+        ));
+    }
+    if end < total {
+        text.push_str(&format!(
+            "[showing lines {offset}-{end} of {total} of the notebook's {} cells; continue with offset={}]\n",
+            rendered.cells,
+            end + 1
+        ));
+    }
+    ctx.set_metadata("cells", rendered.cells);
+    Ok(text)
 }
 
 /// Reads until `buf` is full or the file ends.

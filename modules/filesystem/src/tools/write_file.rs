@@ -33,7 +33,8 @@ impl Tool for WriteFile {
             "write_file",
             "Writes a file with the given content, creating missing folders; replaces an existing \
              file atomically and keeps its permissions. An existing file must have been read with \
-             read_file first (and not changed since). Prefer edit_file for changes to part of a file.",
+             read_file first (and not changed since). Prefer edit_file for changes to part of a file. \
+             undo_edit reverts it.",
         )
         .effect(Effect::InternalMutation)
         .resource_key("/file_path", AccessMode::Write)
@@ -56,23 +57,42 @@ impl Tool for WriteFile {
         let lock = state.locks.of(&target.key);
         let _held = hold(&lock);
         let existing = atomic::inspect(&target)?;
-        let keep = match &existing {
+        let (keep, before) = match &existing {
             Existing::File(stat) => {
                 atomic::check_replaceable(&target, stat, state.config.allow_hard_links)?;
                 super::guarded::require_read(state, ctx.session_id(), &target, stat)?;
-                Some(stat)
+                // The old content for undo_edit, when the history can hold it.
+                let before = if stat.st_size.max(0) as u64 <= crate::history::MAX_BYTES as u64 {
+                    Some(crate::snapshot::read(&target, stat)?)
+                } else {
+                    None
+                };
+                (Some(stat), before)
             }
-            Existing::Missing => None,
+            Existing::Missing => (None, None),
         };
         let stat = atomic::write(&target, input.content.as_bytes(), keep, &state.pending)
             .map_err(|e| atomic::write_error(&target.display, e))?;
         state.reads.record(ctx.session_id(), &target.key, &stat);
+        let saved = match (keep, before) {
+            (Some(_), None) => crate::history::Recorded::TooLarge,
+            (Some(_), Some(before)) => {
+                state
+                    .history
+                    .record(ctx.session_id(), &target.key, Some(before), &stat)
+            }
+            (None, _) => state.history.record(ctx.session_id(), &target.key, None, &stat),
+        };
+        if saved == crate::history::Recorded::TooLarge {
+            state.history.forget_file_in(ctx.session_id(), &target.key);
+        }
         let lines = input.content.lines().count();
         let verb = if keep.is_some() { "replaced" } else { "created" };
         Ok(format!(
-            "{verb} {} ({} bytes, {lines} lines)",
+            "{verb} {} ({} bytes, {lines} lines){}",
             target.display,
-            input.content.len()
+            input.content.len(),
+            super::undo_edit::not_saved_note(&saved)
         ))
     }
 }

@@ -22,6 +22,8 @@ pub const FIRST_PARTY: [(&str, &[&str]); 3] = [
             "read_file",
             "write_file",
             "edit_file",
+            "delete_file",
+            "undo_edit",
             "list_directory",
             "glob",
             "grep",
