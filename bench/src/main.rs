@@ -16,6 +16,7 @@ mod mcp_http;
 mod pipeline;
 mod report;
 mod soak;
+mod state;
 mod web;
 
 use std::path::PathBuf;
@@ -66,6 +67,7 @@ fn main() -> anyhow::Result<()> {
         ("mcp", mcp::run),
         ("isolation", isolation::run),
         ("soak", soak::run),
+        ("state", state::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

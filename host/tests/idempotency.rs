@@ -213,6 +213,26 @@ fn inputs_are_compared_as_canonical_json() {
 }
 
 #[test]
+fn a_batch_repeating_a_key_runs_it_once_and_refuses_another_input() {
+    let env = Env::new(&fixture_plan(""));
+    let line = |input: Value| json!({"name": "write_key", "input": input, "idempotency_key": "b1"});
+    let (results, _) = env.batch(
+        &[
+            line(json!({"key": "a", "ms": 20})),
+            line(json!({"ms": 20, "key": "a"})),
+            line(json!({"key": "other", "ms": 20})),
+        ],
+        &[],
+    );
+    assert_eq!(results[0]["success"], json!(true), "{results:?}");
+    assert!(!replayed(&results[0]));
+    assert_eq!(results[1]["success"], json!(true), "{results:?}");
+    assert!(replayed(&results[1]), "{results:?}");
+    assert_eq!(results[1]["output"]["start_us"], results[0]["output"]["start_us"]);
+    assert_eq!(results[2]["error"]["code"], "idempotency_conflict", "{results:?}");
+}
+
+#[test]
 fn keys_expire_after_the_ttl() {
     let plan = fixture_plan("").replacen("[host]\n", "[host]\nidempotency_ttl = \"1s\"\n", 1);
     let env = Env::new(&plan);
