@@ -265,6 +265,50 @@ fn keys_expire_after_the_ttl() {
 }
 
 #[test]
+fn a_short_ttl_never_expires_a_key_under_a_running_call() {
+    module_file("toolhost_bash");
+    let env = Env::new(&format!(
+        "[host]\nidempotency_ttl = 1\ndefault_timeout_secs = 60\n\n{BASH}"
+    ));
+    let input = run_then_wait("slow");
+    let started = Instant::now();
+    let first = spawn_call(&env, &input, "short");
+    wait_for_runs(env.path(), 1);
+    // The TTL passes while the first call still runs.
+    std::thread::sleep(Duration::from_millis(1300).saturating_sub(started.elapsed()));
+    let mut second = spawn_call(&env, &input, "short");
+    let stderr = second.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("waiting for the call holding idempotency key") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    // Either the second call waits (right) or it runs the command (wrong).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rx.try_recv().is_err() && runs(env.path()).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the second call neither waited nor ran"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::fs::write(env.path().join("go"), "").unwrap();
+    let outs: Vec<Value> = [first, second]
+        .into_iter()
+        .map(|c| serde_json::from_slice(&c.wait_with_output().unwrap().stdout).unwrap())
+        .collect();
+    assert_eq!(
+        runs(env.path()),
+        vec!["slow"],
+        "the key expired under a running call: {outs:?}"
+    );
+    assert!(replayed(&outs[1]), "{outs:?}");
+}
+
+#[test]
 fn a_bad_ttl_is_a_plan_error() {
     let plan = fixture_plan("").replacen("[host]\n", "[host]\nidempotency_ttl = \"soon\"\n", 1);
     let env = Env::new(&plan);

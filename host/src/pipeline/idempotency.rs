@@ -58,6 +58,7 @@ pub struct Claimed {
     key: String,
     owner: String,
     lease_end: Instant,
+    ttl: Duration,
     finished: AtomicBool,
 }
 
@@ -70,7 +71,7 @@ impl Claimed {
             return; // Drop releases the key.
         }
         self.finished.store(true, Ordering::SeqCst);
-        match self.store.complete(&self.key, &self.owner, result).await {
+        match self.store.complete(&self.key, &self.owner, result, self.ttl).await {
             Ok(true) => {}
             Ok(false) => tracing::error!(
                 key = self.key,
@@ -78,10 +79,9 @@ impl Claimed {
             ),
             Err(StateError::Unavailable(e)) => {
                 tracing::warn!(key = self.key, "cannot record the idempotent result yet, retrying: {e}");
-                let (store, key, owner, lease_end) =
-                    (self.store.clone(), self.key.clone(), self.owner.clone(), self.lease_end);
-                let result = result.clone();
-                tokio::spawn(async move { complete_later(store, key, owner, lease_end, result).await });
+                let (store, key, owner) = (self.store.clone(), self.key.clone(), self.owner.clone());
+                let (lease_end, ttl, result) = (self.lease_end, self.ttl, result.clone());
+                tokio::spawn(async move { complete_later(store, key, owner, lease_end, ttl, result).await });
             }
             Err(e) => tracing::error!(key = self.key, "cannot record the idempotent result: {e}"),
         }
@@ -94,12 +94,13 @@ async fn complete_later(
     key: String,
     owner: String,
     lease_end: Instant,
+    ttl: Duration,
     result: ToolResult,
 ) {
     let mut pause = Duration::from_millis(100);
     while Instant::now() + pause < lease_end {
         tokio::time::sleep(pause).await;
-        match store.complete(&key, &owner, &result).await {
+        match store.complete(&key, &owner, &result, ttl).await {
             Ok(_) => {
                 tracing::info!(key, "recorded the idempotent result after the store came back");
                 return;
@@ -137,6 +138,8 @@ pub(crate) struct KeyedCall<'a> {
     pub lease: Duration,
     pub ttl: Duration,
     pub cancel: Option<&'a CancelToken>,
+    /// The host shutting down also ends the wait.
+    pub shutdown: &'a CancelToken,
 }
 
 /// The lease for a call that may run `timeout` plus `grace`.
@@ -170,6 +173,7 @@ pub(crate) async fn begin(store: &Arc<Store>, call: KeyedCall<'_>) -> Result<Beg
                     key: intent.key,
                     owner: intent.owner,
                     lease_end: started + call.lease,
+                    ttl: call.ttl,
                     finished: AtomicBool::new(false),
                 }))
             }
@@ -231,21 +235,30 @@ pub(crate) async fn begin(store: &Arc<Store>, call: KeyedCall<'_>) -> Result<Beg
             return Err(refused);
         }
         let nap = pause.min(give_up - now);
-        match call.cancel {
-            Some(cancel) => {
-                tokio::select! {
-                    _ = tokio::time::sleep(nap) => {}
-                    _ = cancel.cancelled() => {
-                        return Err(ToolResult::failure(
-                            call.id,
-                            Status::Cancelled,
-                            toolhost_core::wire::codes::CANCELLED,
-                            format!("cancelled while waiting for the call holding idempotency key '{}'", call.key),
-                        ));
-                    }
-                }
+        let cancelled = async {
+            match call.cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
             }
-            None => tokio::time::sleep(nap).await,
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(nap) => {}
+            _ = cancelled => {
+                return Err(ToolResult::failure(
+                    call.id,
+                    Status::Cancelled,
+                    toolhost_core::wire::codes::CANCELLED,
+                    format!("cancelled while waiting for the call holding idempotency key '{}'", call.key),
+                ));
+            }
+            _ = call.shutdown.cancelled() => {
+                return Err(ToolResult::failure(
+                    call.id,
+                    Status::Cancelled,
+                    toolhost_core::wire::codes::CANCELLED,
+                    format!("the host is shutting down; the call holding idempotency key '{}' may still finish, retry later", call.key),
+                ));
+            }
         }
         pause = (pause * 2).min(Duration::from_millis(50));
     }

@@ -405,6 +405,7 @@ impl Pipeline {
             lease: idempotency::lease_for(timeout, Duration::from_millis(host.cancel_grace_ms)),
             ttl: crate::state::config::ttl(host).unwrap_or(crate::state::config::DEFAULT_TTL),
             cancel: call.cancel.as_ref(),
+            shutdown: &self.shutdown,
         };
         idempotency::begin(store, keyed).await.map(Some)
     }

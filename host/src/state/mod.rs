@@ -40,7 +40,9 @@ pub struct Intent {
     /// How long the owner has to record a result before its row counts as
     /// abandoned (the call's deadline plus its grace plus a margin).
     pub lease: Duration,
-    /// How long the finished record is kept.
+    /// How long the finished record is kept, counted from when it is
+    /// recorded (a pending record lives for its lease plus this, so a key
+    /// never expires under a call that is still running).
     pub ttl: Duration,
 }
 
@@ -107,13 +109,20 @@ impl Store {
         }
     }
 
-    /// Records the owner's result. `Ok(false)` when the row is no longer
-    /// this owner's (it expired and was claimed again).
-    pub async fn complete(&self, key: &str, owner: &str, result: &ToolResult) -> Result<bool, StateError> {
+    /// Records the owner's result, kept for `ttl` from now. `Ok(false)`
+    /// when the row is no longer this owner's (it expired and was claimed
+    /// again).
+    pub async fn complete(
+        &self,
+        key: &str,
+        owner: &str,
+        result: &ToolResult,
+        ttl: Duration,
+    ) -> Result<bool, StateError> {
         let text = serde_json::to_string(result).map_err(|e| StateError::Broken(e.to_string()))?;
         match self {
-            Store::Embedded(s) => s.complete(key, owner, &text),
-            Store::Postgres(s) => s.complete(key, owner, &text).await,
+            Store::Embedded(s) => s.complete(key, owner, &text, ttl),
+            Store::Postgres(s) => s.complete(key, owner, &text, ttl).await,
         }
     }
 

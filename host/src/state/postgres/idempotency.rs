@@ -4,6 +4,7 @@
 //! over. Times are the database's clock, so the hosts' clocks do not matter.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::super::{parse_result, Claim, Intent, StateError};
 use super::{db_error, detach, on_runtime, Connector};
@@ -12,7 +13,7 @@ const CLAIM: &str = "
 INSERT INTO toolhost_idempotency AS t (key, tool, input_digest, state, owner, lease_until, expires_at)
 VALUES ($1, $2, $3, 'pending', $4,
         clock_timestamp() + $5::float8 * interval '1 millisecond',
-        clock_timestamp() + $6::float8 * interval '1 millisecond')
+        clock_timestamp() + ($5::float8 + $6::float8) * interval '1 millisecond')
 ON CONFLICT (key) DO UPDATE SET
     tool = EXCLUDED.tool, input_digest = EXCLUDED.input_digest, state = 'pending',
     owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until,
@@ -94,15 +95,23 @@ impl IdempotencyStore {
     }
 
     /// Records the owner's result.
-    pub async fn complete(&self, key: &str, owner: &str, result: &str) -> Result<bool, StateError> {
+    pub async fn complete(
+        &self,
+        key: &str,
+        owner: &str,
+        result: &str,
+        ttl: Duration,
+    ) -> Result<bool, StateError> {
         let client = self.db.client().await?;
         let (key, owner, result) = (key.to_string(), owner.to_string(), result.to_string());
+        let ttl_ms = ttl.as_millis() as f64;
         on_runtime(async move {
             let n = client
                 .execute(
-                    "UPDATE toolhost_idempotency SET state = 'done', result = $3
+                    "UPDATE toolhost_idempotency SET state = 'done', result = $3,
+                         expires_at = clock_timestamp() + $4::float8 * interval '1 millisecond'
                      WHERE key = $1 AND owner = $2 AND state = 'pending'",
-                    &[&key, &owner, &result],
+                    &[&key, &owner, &result, &ttl_ms],
                 )
                 .await
                 .map_err(db_error)?;
