@@ -157,7 +157,7 @@ impl Store {
                 intent.digest,
                 intent.owner,
                 now.saturating_add(ms(intent.lease)),
-                now.saturating_add(ms(intent.ttl)),
+                now.saturating_add(ms(intent.lease)).saturating_add(ms(intent.ttl)),
             ],
         )
         .map_err(unavailable)?;
@@ -166,12 +166,13 @@ impl Store {
     }
 
     /// Stores the owner's result; `false` when the row is not its own.
-    pub fn complete(&self, key: &str, owner: &str, result: &str) -> Result<bool, StateError> {
+    pub fn complete(&self, key: &str, owner: &str, result: &str, ttl: Duration) -> Result<bool, StateError> {
         let n = self
             .conn()
             .execute(
-                "UPDATE idempotency SET state = 'done', result = ?3 WHERE key = ?1 AND owner = ?2 AND state = 'pending'",
-                params![key, owner, result],
+                "UPDATE idempotency SET state = 'done', result = ?3, expires_at_ms = ?4
+                 WHERE key = ?1 AND owner = ?2 AND state = 'pending'",
+                params![key, owner, result, now_ms().saturating_add(ms(ttl))],
             )
             .map_err(unavailable)?;
         Ok(n == 1)
