@@ -310,6 +310,29 @@ fn a_short_ttl_never_expires_a_key_under_a_running_call() {
 }
 
 #[test]
+fn empty_oversized_or_control_keys_are_refused_before_the_store() {
+    let env = Env::new(&fixture_plan(""));
+    for key in [String::new(), "k".repeat(257), "a\nb".to_string()] {
+        let out =
+            Called::from_output(env.run(&["call", "write_key", r#"{"key":"x"}"#, "--idempotency-key", &key]));
+        assert_eq!(
+            out.result["error"]["code"], "invalid_input",
+            "{key:?}: {:?}",
+            out.result
+        );
+        assert!(out.message().contains("idempotency key"), "{:?}", out.result);
+    }
+    let fine = Called::from_output(env.run(&[
+        "call",
+        "write_key",
+        r#"{"key":"x"}"#,
+        "--idempotency-key",
+        &"k".repeat(256),
+    ]));
+    fine.assert_success();
+}
+
+#[test]
 fn a_bad_ttl_is_a_plan_error() {
     let plan = fixture_plan("").replacen("[host]\n", "[host]\nidempotency_ttl = \"soon\"\n", 1);
     let env = Env::new(&plan);

@@ -142,6 +142,26 @@ pub(crate) struct KeyedCall<'a> {
     pub shutdown: &'a CancelToken,
 }
 
+/// The longest key accepted, in bytes (PostgreSQL indexes, logs and
+/// messages stay small).
+pub const MAX_KEY_BYTES: usize = 256;
+
+/// Refuses an empty or oversized key before it reaches the store.
+pub(crate) fn check_key(id: &str, key: &str) -> Result<(), ToolResult> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
+        return Err(ToolResult::failure(
+            id,
+            Status::ValidationError,
+            toolhost_core::wire::codes::INVALID_INPUT,
+            format!(
+                "an idempotency key must be 1 to {MAX_KEY_BYTES} bytes without control characters (got {} bytes); use a short unique id such as a UUID",
+                key.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The lease for a call that may run `timeout` plus `grace`.
 pub(crate) fn lease_for(timeout: Duration, grace: Duration) -> Duration {
     timeout + grace + lease_margin()

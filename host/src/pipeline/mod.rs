@@ -33,7 +33,7 @@ pub mod watchdog;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -118,7 +118,9 @@ pub struct Pipeline {
     counts: policy::CallCounts,
     hooks: hooks::Hooks,
     audit: Option<AuditLog>,
-    store: OnceLock<Result<Arc<crate::state::Store>, String>>,
+    /// The idempotency store once opened (a failed open is tried again at
+    /// the next keyed call).
+    store: Mutex<Option<Arc<crate::state::Store>>>,
     /// The plan's working folder as every CallRequest carries it.
     working_dir: String,
     /// Hands calls to blocking threads.
@@ -145,7 +147,7 @@ impl Pipeline {
             pre_approved: PreApproved::default(),
             counts: policy::CallCounts::default(),
             audit,
-            store: OnceLock::new(),
+            store: Mutex::new(None),
             working_dir,
             handoff: Arc::default(),
             watchdog: watchdog::Watchdog::default(),
@@ -361,11 +363,14 @@ impl Pipeline {
         Duration::from_secs(secs)
     }
 
-    fn store(&self) -> Result<&Arc<crate::state::Store>, String> {
-        self.store
-            .get_or_init(|| crate::state::Store::open(&self.host.plan).map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(Clone::clone)
+    fn store(&self) -> Result<Arc<crate::state::Store>, String> {
+        let mut slot = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(store) = slot.as_ref() {
+            return Ok(store.clone());
+        }
+        let store = crate::state::Store::open(&self.host.plan).map_err(|e| e.to_string())?;
+        *slot = Some(store.clone());
+        Ok(store)
     }
 
     /// Claims the call's idempotency key (see [`idempotency`]); `None` when
@@ -382,6 +387,7 @@ impl Pipeline {
         if tool.spec.annotations.read_only {
             return Ok(None);
         }
+        idempotency::check_key(id, key)?;
         let store = self.store().map_err(|e| {
             let mut refused = ToolResult::failure(
                 id,
@@ -407,6 +413,6 @@ impl Pipeline {
             cancel: call.cancel.as_ref(),
             shutdown: &self.shutdown,
         };
-        idempotency::begin(store, keyed).await.map(Some)
+        idempotency::begin(&store, keyed).await.map(Some)
     }
 }
