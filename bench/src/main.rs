@@ -17,6 +17,7 @@ mod mcp_http;
 mod pipeline;
 mod report;
 mod soak;
+mod state;
 mod web;
 
 use std::path::PathBuf;
@@ -68,6 +69,7 @@ fn main() -> anyhow::Result<()> {
         ("isolation", isolation::run),
         ("soak", soak::run),
         ("alias", alias::run),
+        ("state", state::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

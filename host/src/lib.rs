@@ -30,5 +30,6 @@ pub mod plan;
 pub mod registry;
 pub mod session;
 pub mod source;
+pub mod state;
 pub mod term;
 pub mod tool;

@@ -361,7 +361,7 @@ fn idempotent_replay_across_two_processes() {
     assert_eq!(third.status(), "validation_error");
     assert_eq!(third.result["error"]["code"], "idempotency_conflict");
     // The store lives under the plan's state folder.
-    assert!(env.path().join(".toolhost/idempotency.redb").exists());
+    assert!(env.path().join(".toolhost/idempotency.sqlite3").exists());
 }
 
 #[test]

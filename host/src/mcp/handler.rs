@@ -136,6 +136,13 @@ impl ServerHandler for ToolhostServer {
             progress: reporter.as_ref().map(progress::Reporter::sink),
             approver: elicit::approver(&context.peer, cancel.clone()),
             session_id,
+            // `_meta.idempotency_key`: run a side-effecting call once per key
+            // (see pipeline/idempotency.rs).
+            idempotency_key: context
+                .meta
+                .get("idempotency_key")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             ..Call::default()
         };
         // Boxed: the pipeline's future is large, and rmcp moves the handler's

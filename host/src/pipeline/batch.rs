@@ -55,8 +55,20 @@ impl Pipeline {
         let mut slots = Vec::with_capacity(total);
         let mut results: Vec<Option<ToolResult>> = (0..total).map(|_| None).collect();
         let mut runnable = Vec::new();
+        // A call repeating an earlier call's idempotency key runs after the
+        // groups, when it can replay that result (or be refused): preparing
+        // it now would wait on a claim whose call has not started yet.
+        let mut seen_keys = std::collections::HashSet::new();
+        let mut repeats = Vec::new();
         for (i, call) in calls.into_iter().enumerate() {
             let mut slot = self.begin(&call);
+            if let Some(key) = &call.idempotency_key {
+                if !seen_keys.insert(key.clone()) {
+                    repeats.push((i, call));
+                    slots.push(slot);
+                    continue;
+                }
+            }
             let id = slot.id.clone();
             let span = slot.span.clone();
             match self.prepare(&id, call, &mut slot.trace).instrument(span).await {
@@ -106,6 +118,23 @@ impl Pipeline {
                 finished += 1;
                 done(finished, total);
             }
+        }
+
+        for (i, call) in repeats {
+            let id = slots[i].id.clone();
+            let span = slots[i].span.clone();
+            let trace = &mut slots[i].trace;
+            let result = async {
+                match self.prepare(&id, call, trace).await {
+                    Ok(prepared) => self.run(prepared, trace).await,
+                    Err(refusal) => refusal,
+                }
+            }
+            .instrument(span)
+            .await;
+            results[i] = Some(result);
+            finished += 1;
+            done(finished, total);
         }
 
         slots

@@ -34,11 +34,10 @@ pub mod watchdog;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use toolhost_core::wire::codes;
+use serde_json::Value;
 use toolhost_core::{CallRequest, Status, ToolResult};
 use tracing::Instrument;
 
@@ -120,7 +119,9 @@ pub struct Pipeline {
     counts: policy::CallCounts,
     hooks: hooks::Hooks,
     audit: Option<AuditLog>,
-    store: OnceLock<Result<idempotency::Store, String>>,
+    /// The idempotency store once opened (a failed open is tried again at
+    /// the next keyed call).
+    store: Mutex<Option<Arc<crate::state::Store>>>,
     /// The plan's working folder as every CallRequest carries it.
     working_dir: String,
     /// Hands calls to blocking threads.
@@ -139,7 +140,7 @@ impl Pipeline {
                 .ok()
         });
         let working_dir = host.plan.working_dir.to_string_lossy().into_owned();
-        Pipeline {
+        let pipeline = Pipeline {
             hooks: hooks::Hooks::new(&host.plan),
             host,
             shutdown,
@@ -147,11 +148,18 @@ impl Pipeline {
             pre_approved: PreApproved::default(),
             counts: policy::CallCounts::default(),
             audit,
-            store: OnceLock::new(),
+            store: Mutex::new(None),
             working_dir,
             handoff: Arc::default(),
             watchdog: watchdog::Watchdog::default(),
+        };
+        // A fleet store starts connecting (and migrating) at mount.
+        if pipeline.host.plan.host.state_url.is_some() {
+            if let Err(e) = pipeline.store() {
+                tracing::error!("cannot open the state store: {e}");
+            }
         }
+        pipeline
     }
 
     /// Approvals given up front (`--yes`, `--approve TOOL`).
@@ -230,10 +238,14 @@ impl Pipeline {
         if let policy::Verdict::Approved(by) = verdict {
             trace.approved_by = Some(by);
         }
-        // Idempotency: replay a recorded result instead of acting twice.
-        if let Some(replayed) = self.replay(&tool, id, &call)? {
-            trace.replayed = true;
-            return Err(replayed);
+        // Idempotency: claim the key, or wait for and replay its result.
+        match self.claim(&tool, id, &call).await? {
+            Some(idempotency::Begun::Replay(replayed)) => {
+                trace.replayed = true;
+                return Err(*replayed);
+            }
+            Some(idempotency::Begun::Run(claimed)) => trace.claim = Some(claimed),
+            None => {}
         }
         // 4. hooks (tool:pre); a rewritten input is validated again.
         let (input, modified) = self.hooks.pre(&tool, id, call.input).await.inspect_err(|_| {
@@ -338,7 +350,9 @@ impl Pipeline {
         } else {
             result
         };
-        self.remember(tool, trace, &result);
+        if let Some(claimed) = trace.claim.as_ref() {
+            claimed.complete(&result).await;
+        }
         result
     }
 
@@ -354,68 +368,56 @@ impl Pipeline {
         Duration::from_secs(secs)
     }
 
-    fn store(&self) -> Result<&idempotency::Store, String> {
-        self.store
-            .get_or_init(|| idempotency::Store::open(&self.host.plan.state_dir()))
-            .as_ref()
-            .map_err(Clone::clone)
+    fn store(&self) -> Result<Arc<crate::state::Store>, String> {
+        let mut slot = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(store) = slot.as_ref() {
+            return Ok(store.clone());
+        }
+        let store = crate::state::Store::open(&self.host.plan).map_err(|e| e.to_string())?;
+        *slot = Some(store.clone());
+        Ok(store)
     }
 
-    /// The recorded result for the call's key, or an error when the key was
-    /// used with another tool or input. Read-only tools ignore keys.
-    fn replay(&self, tool: &MountedTool, id: &str, call: &Call) -> Result<Option<ToolResult>, ToolResult> {
+    /// Claims the call's idempotency key (see [`idempotency`]); `None` when
+    /// the call has no key or its tool is read-only (keys mean nothing there).
+    async fn claim(
+        &self,
+        tool: &MountedTool,
+        id: &str,
+        call: &Call,
+    ) -> Result<Option<idempotency::Begun>, ToolResult> {
         let Some(key) = call.idempotency_key.as_deref() else {
             return Ok(None);
         };
         if tool.spec.annotations.read_only {
             return Ok(None);
         }
-        let store = self
-            .store()
-            .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e))?;
-        let recorded = store
-            .get(key)
-            .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e))?;
-        let Some(recorded) = recorded else { return Ok(None) };
-        let (digest, _) = audit::input_digest(&call.input);
-        if recorded.tool != tool.name() || recorded.input_sha256 != digest {
-            return Err(ToolResult::failure(
+        idempotency::check_key(id, key)?;
+        let store = self.store().map_err(|e| {
+            let mut refused = ToolResult::failure(
                 id,
-                Status::ValidationError,
-                "idempotency_conflict",
-                format!(
-                    "idempotency key '{key}' was already used for a different call ({}); use a new key for a new call",
-                    if recorded.tool != tool.name() { format!("tool '{}'", recorded.tool) } else { "another input".into() }
-                ),
-            ));
-        }
-        let mut result = recorded.result;
-        result.tool_call_id = id.to_string();
-        result
-            .metadata
-            .extra
-            .insert("idempotent_replay".into(), json!(true));
-        Ok(Some(result))
-    }
-
-    /// Records a successful side-effecting result under its key.
-    fn remember(&self, tool: &MountedTool, trace: &Trace, result: &ToolResult) {
-        let Some(key) = trace.idempotency_key.as_deref() else {
-            return;
+                Status::Error,
+                idempotency::STATE_UNAVAILABLE,
+                format!("cannot open the state store, so the keyed call did not run: {e}"),
+            );
+            if let Some(err) = refused.error.as_mut() {
+                err.retryable = true;
+            }
+            refused
+        })?;
+        let host = &self.host.plan.host;
+        let timeout = self.timeout_for(tool);
+        let keyed = idempotency::KeyedCall {
+            id,
+            key,
+            tool: tool.name(),
+            input: &call.input,
+            timeout,
+            lease: idempotency::lease_for(timeout, Duration::from_millis(host.cancel_grace_ms)),
+            ttl: crate::state::config::ttl(host).unwrap_or(crate::state::config::DEFAULT_TTL),
+            cancel: call.cancel.as_ref(),
+            shutdown: &self.shutdown,
         };
-        if tool.spec.annotations.read_only || !result.success {
-            return;
-        }
-        let Some(input) = trace.input_for_key.as_ref() else {
-            return;
-        };
-        let recorded = idempotency::Recorded {
-            tool: tool.name().to_string(),
-            input_sha256: audit::input_digest(input).0,
-            result: result.clone(),
-        };
-        if let Err(e) = self.store().and_then(|s| s.put(key, &recorded)) {
-            tracing::error!(key, "cannot record the idempotent result: {e}");
-        }
+        idempotency::begin(&store, keyed).await.map(Some)
     }
 }

@@ -63,6 +63,8 @@ pub struct Trace {
     pub replayed: bool,
     /// The caller's input, kept when the call has an idempotency key.
     pub input_for_key: Option<Value>,
+    /// The call's hold on its idempotency key while it runs.
+    pub claim: Option<super::idempotency::Claimed>,
 }
 
 impl Trace {

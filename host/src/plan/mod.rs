@@ -18,8 +18,8 @@ use serde_json::Value;
 pub use discover::{discover, user_plan_file, Discovered, Origin, BUILT_IN_NAME, PROJECT_FILE};
 pub use ready::{ready_plan, READY_PLANS};
 pub use schema::{
-    Decision, HookEntry, HookEvent, HookFailure, HostSection, Isolation, McpSource, PolicySection, ToolRule,
-    ToolsEntry,
+    Decision, HookEntry, HookEvent, HookFailure, HostSection, IdempotencyTtl, Isolation, McpSource,
+    PolicySection, ToolRule, ToolsEntry,
 };
 
 /// A plan ready to load: parsed, checked, with paths made absolute.
@@ -302,6 +302,10 @@ impl Plan {
         if let Some(dir) = &host.state_dir {
             host.state_dir = Some(resolve(dir)?.to_string_lossy().into_owned());
         }
+        for value in [&mut host.state_url, &mut host.host_id].into_iter().flatten() {
+            *value = env_expand::expand_str(value).map_err(|e| invalid(e.to_string()))?;
+        }
+        crate::state::config::check(&host).map_err(invalid)?;
         for (i, hook) in raw.hooks.iter().enumerate() {
             if hook.command.is_empty() || hook.command[0].is_empty() {
                 return Err(invalid(format!(

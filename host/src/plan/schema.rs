@@ -61,6 +61,27 @@ pub struct HostSection {
     /// family's shape when the input does not fit the canonical schema.
     #[serde(default)]
     pub colliding_families: Vec<String>,
+    /// How long an idempotency key is remembered: seconds, or a duration
+    /// such as `"24h"` or `"30m"` (default 24 h).
+    #[serde(default)]
+    pub idempotency_ttl: Option<IdempotencyTtl>,
+    /// `postgres://…` moves idempotency (and the audit sink) into PostgreSQL
+    /// so a fleet of hosts shares them; `${ENV}` expanded. Unset: the
+    /// embedded store under `state_dir`.
+    pub state_url: Option<String>,
+    /// This host's name in shared state (its audit chain); default the
+    /// machine's hostname.
+    pub host_id: Option<String>,
+}
+
+/// `[host] idempotency_ttl`: seconds, or a duration string.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum IdempotencyTtl {
+    /// Seconds.
+    Secs(u64),
+    /// `"24h"`, `"90m"`, `"7days"` (humantime's syntax).
+    Text(String),
 }
 
 impl Default for HostSection {
@@ -78,6 +99,9 @@ impl Default for HostSection {
             default_isolation: None,
             list_aliases: false,
             colliding_families: Vec::new(),
+            idempotency_ttl: None,
+            state_url: None,
+            host_id: None,
         }
     }
 }
