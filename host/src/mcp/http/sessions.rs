@@ -1,7 +1,9 @@
 //! Per-session cancellation for HTTP: each MCP session's calls share one
 //! token, fired when the session ends (DELETE, idle expiry, server
 //! shutdown), so its calls stop within the cancel grace instead of running
-//! on until rmcp's own drain gives up on them.
+//! on until rmcp's own drain gives up on them. Then every module is told
+//! the session ended ([`crate::session::end`]): its background jobs end
+//! with it and its read records go.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,17 +12,28 @@ use std::time::Duration;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use crate::cancel::CancelToken;
+use crate::host::Host;
 
 /// Live sessions' cancel tokens, by session id.
 #[derive(Default)]
 pub struct SessionCalls {
     tokens: Mutex<HashMap<String, CancelToken>>,
+    /// Whose modules hear of a session's end.
+    host: Option<Arc<Host>>,
 }
 
 impl SessionCalls {
-    /// An empty registry.
+    /// An empty registry (modules are not told of sessions' ends).
     pub fn new() -> Arc<Self> {
         Arc::new(SessionCalls::default())
+    }
+
+    /// An empty registry whose sessions' ends reach `host`'s modules.
+    pub fn for_host(host: Arc<Host>) -> Arc<Self> {
+        Arc::new(SessionCalls {
+            tokens: Mutex::default(),
+            host: Some(host),
+        })
     }
 
     /// The token of `session` (made on first use).
@@ -28,11 +41,18 @@ impl SessionCalls {
         self.lock().entry(session.to_owned()).or_default().clone()
     }
 
-    /// The session ended: its calls are cancelled.
+    /// The session ended: its calls are cancelled, then (on a blocking
+    /// thread; call this inside the runtime) its modules are told.
     pub fn end(&self, session: &str) {
-        if let Some(token) = self.lock().remove(session) {
-            tracing::info!(session, "MCP session ended: cancelling its calls");
-            token.cancel();
+        let Some(token) = self.lock().remove(session) else {
+            return;
+        };
+        tracing::info!(session, "MCP session ended: cancelling its calls");
+        token.cancel();
+        if let Some(host) = &self.host {
+            let host = host.clone();
+            let session = crate::session::http(session);
+            tokio::task::spawn_blocking(move || crate::session::end(&host, &session));
         }
     }
 
