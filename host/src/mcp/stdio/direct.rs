@@ -406,6 +406,17 @@ impl Lines for Router {
             self.long_line(tail);
         }
         tracing::info!("stdin closed: the client is gone; cancelling its calls");
+        self.shared.gone.cancel();
+        self.close();
+        // rmcp answers what it took (cancelled calls answer within the
+        // grace) before it sees the end of its input: at that end it waits
+        // only 5 s for answers, and a plan's grace may be longer.
+        let grace = Duration::from_millis(self.shared.pipeline.host().plan.host.cancel_grace_ms);
+        if !self.shared.rmcp_ids.wait_empty(grace + super::DRAIN_MARGIN) {
+            tracing::warn!(
+                "requests rmcp took are still unanswered past the cancel grace; ending the session"
+            );
+        }
         // rmcp sees the end of its input and ends the session.
         drop(
             self.shared
@@ -414,8 +425,6 @@ impl Lines for Router {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take(),
         );
-        self.shared.gone.cancel();
-        self.close();
     }
 }
 
