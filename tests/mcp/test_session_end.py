@@ -12,11 +12,15 @@ import select
 import uuid
 
 import httpx2
+import pytest
 
 from harness import processes_with, wait_until
 from test_http_abuse import auth, call, open_session, start
 
 PLAN = '[[tools]]\nmodule = "filesystem"\n[tools.config]\nallowed_read_paths = ["."]\n\n[[tools]]\nmodule = "bash"\n'
+# The same, bash in a worker process: the notice reaches it through the
+# worker's ordinary call path.
+ISOLATED = PLAN + 'isolation = "process"\n'
 
 
 def result_of(response) -> dict:
@@ -60,8 +64,9 @@ def delete(client: httpx2.Client, url: str, sid: str) -> None:
     assert response.status_code in (200, 202, 204), (response.status_code, response.text)
 
 
-def test_deleting_a_session_ends_its_jobs_and_only_its(workspace):
-    ws = workspace(PLAN)
+@pytest.mark.parametrize("plan", [PLAN, ISOLATED], ids=["in-process", "isolated"])
+def test_deleting_a_session_ends_its_jobs_and_only_its(workspace, plan):
+    ws = workspace(plan)
     server = start(ws)
     jobs = []
     try:
