@@ -109,6 +109,11 @@ fn one_tool_per_module(host: &Host) -> Vec<Arc<MountedTool>> {
         if tool.module.source == SourceKind::Mcp {
             continue;
         }
+        // A worker that is not running holds no session's state: it is not
+        // started (after a crash, with backoff) just to be told.
+        if tool.module.process.as_ref().is_some_and(|p| !p.0.is_running()) {
+            continue;
+        }
         if !chosen.iter().any(|c| Arc::ptr_eq(&c.module, &tool.module)) {
             chosen.push(tool);
         }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import subprocess
 import uuid
 
 import httpx2
@@ -121,3 +122,20 @@ def test_an_idle_session_that_expires_ends_its_jobs_and_only_its(workspace):
         for job in jobs:
             job.close()
         server.stop()
+
+
+def test_a_crashed_worker_is_not_restarted_to_hear_of_a_session_end(workspace):
+    # A CLI process is one session, ended as the process exits: an isolated
+    # module whose worker crashed holds nothing of it, so no worker is
+    # started (with crash backoff) just to be told.
+    from harness import BIN, MODULES, server_env
+
+    crashy = MODULES / "libtoolhost_fixture_crashy.so"
+    assert crashy.is_file(), f"{crashy} is missing: build it (cargo build -p toolhost-fixture-crashy)"
+    ws = workspace(f'[[tools]]\npath = "{crashy}"\nprefix = "c_"\n')
+    out = subprocess.run(
+        [str(BIN), "--plan", str(ws.plan), "call", "c_segfault", "{}"],
+        cwd=ws.path, env=server_env(), capture_output=True, text=True, timeout=60,
+    )
+    assert "module_crashed" in out.stdout, (out.stdout, out.stderr)
+    assert "restarted the isolated module's worker" not in out.stderr, out.stderr
