@@ -31,6 +31,11 @@ static PROCESS_USED: AtomicBool = AtomicBool::new(false);
 /// part keeps ids unique when pids are reused.
 pub fn process() -> &'static str {
     PROCESS_USED.store(true, Ordering::Relaxed);
+    process_id()
+}
+
+/// [`process`] without counting as a use of the session.
+fn process_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
         let mut bytes = [0u8; 8];
@@ -98,7 +103,7 @@ pub fn end(host: &Host, session: &str) {
 /// before its modules' cleanup (a CLI process, a batch, a stdio client).
 pub fn end_process(host: &Host) {
     if PROCESS_USED.swap(false, Ordering::Relaxed) {
-        end(host, process());
+        end(host, process_id());
     }
 }
 

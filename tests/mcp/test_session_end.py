@@ -139,3 +139,28 @@ def test_a_crashed_worker_is_not_restarted_to_hear_of_a_session_end(workspace):
     )
     assert "module_crashed" in out.stdout, (out.stdout, out.stderr)
     assert "restarted the isolated module's worker" not in out.stderr, out.stderr
+
+
+def test_a_stdio_client_and_a_cli_process_end_their_session_as_they_exit(workspace):
+    from harness import BIN, RawServer, server_env
+
+    ws = workspace(PLAN)
+    server = RawServer(ws)
+    try:
+        server.initialize()
+        rid = server.request("tools/call", {"name": "bash", "arguments": {"command": "true"}})
+        assert not server.response(rid)["result"]["isError"]
+        server.close_stdin()
+        assert server.wait_exit(30) == 0, server.stderr()
+        told = f'session="proc-{server.proc.pid}-'
+        assert any(told in line and "its modules were told" in line for line in server.stderr().splitlines()), server.stderr()
+    finally:
+        server.kill()
+    out = subprocess.run(
+        [str(BIN), "--plan", str(ws.plan), "call", "bash", '{"command": "true"}'],
+        cwd=ws.path, env=server_env(), capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    # Once: the host's cleanup runs on exit and on drop, the session ends once.
+    told = [line for line in out.stderr.splitlines() if "its modules were told" in line]
+    assert len(told) == 1 and "modules=2" in told[0] and 'session="proc-' in told[0], out.stderr
