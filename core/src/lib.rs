@@ -36,6 +36,7 @@ pub use sdk::context::{Context, Level};
 pub use sdk::coordinator::{Cleanup, Coordinator};
 pub use sdk::error::{MountError, ToolError};
 pub use sdk::guard::panic_message;
+pub use sdk::session;
 pub use sdk::testing;
 pub use sdk::tool::Tool;
 pub use serde;

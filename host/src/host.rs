@@ -276,6 +276,8 @@ impl Host {
     /// Drops each module's tools and runs its cleanup, in reverse mount
     /// order. Idempotent; also runs on drop.
     pub fn shutdown(&self) {
+        // This process's session ends before the modules do.
+        crate::session::end_process(self);
         let mut modules = match self.modules.lock() {
             Ok(mut m) => std::mem::take(&mut *m),
             Err(_) => return,

@@ -76,6 +76,11 @@ pub trait ProcessControl: Send + Sync {
     /// grace period, so that the call's thread is not abandoned; every call
     /// in flight on it is answered. Returns whether there was one to end.
     fn kill_stuck(&self) -> bool;
+
+    /// Whether the process is running now (asking never starts it).
+    fn is_running(&self) -> bool {
+        true
+    }
 }
 
 /// A module's process, shared by its tools.

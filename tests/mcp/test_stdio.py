@@ -199,7 +199,9 @@ def test_a_client_that_disconnects_mid_call_leaves_no_process(workspace):
     try:
         server.initialize()
         server.request("tools/call", {"name": "sleep", "arguments": {"ms": 60_000}})
-        time.sleep(0.3)
+        # Readiness: a ping sent after the call is answered, so the server
+        # has read the call and is running it.
+        server.response(server.request("ping", {}))
         started = time.monotonic()
         server.close_stdin()
         assert server.wait_exit(10) is not None, "the server outlived its client"

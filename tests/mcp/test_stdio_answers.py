@@ -51,8 +51,8 @@ def test_every_broken_request_is_answered_once_with_its_id(workspace):
     try:
         server.initialize()
         # A ping answered means rmcp has taken `initialized`, so the calls
-        # below run on the direct path. (A call still on rmcp's path when
-        # stdin closes is dropped unanswered by rmcp: a known gap of #15.)
+        # below run on the direct path (rmcp's path at the end of stdin is
+        # test_stdio_eof.py's).
         server.response(server.request("ping", {}))
         assert server.proc.stdin is not None
         cases = {

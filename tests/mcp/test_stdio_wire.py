@@ -19,13 +19,22 @@ def call(server: RawServer, name: str, arguments: dict) -> int:
     return server.request("tools/call", {"name": name, "arguments": arguments})
 
 
+def taken(server: RawServer) -> None:
+    """Readiness: a ping sent after a call is answered, so the server has
+    read the call and is running it (pings are answered in reading order,
+    and never wait for calls)."""
+    ping = server.request("ping", {})
+    message = server.read()
+    assert message.get("id") == ping and message.get("result") == {}, message
+
+
 def test_a_long_call_does_not_hold_up_other_messages(workspace):
     ws = workspace()
     server = RawServer(ws)
     try:
         server.initialize()
         long_call = call(server, "sleep", {"ms": 60_000})
-        time.sleep(0.2)
+        taken(server)
         started = time.monotonic()
         ping = server.request("ping", {})
         assert server.response(ping)["result"] == {}
@@ -177,7 +186,7 @@ def test_sigint_cancels_a_running_call_and_records_it(workspace):
     try:
         server.initialize()
         rid = call(server, "sleep", {"ms": 60_000})
-        time.sleep(0.3)
+        taken(server)
         server.proc.send_signal(signal.SIGINT)
         assert server.wait_exit(10) == 130
         answer = server.response(rid)["result"]
@@ -245,8 +254,10 @@ def test_stdin_keeps_a_reader_while_long_calls_run_past_the_idle_limit(workspace
     try:
         server.initialize()
         first = call(server, "sleep", {"ms": 60_000})
-        time.sleep(0.3)
+        taken(server)
         second = call(server, "sleep", {"ms": 60_000})
+        taken(server)
+        # Time itself is the state here: the readers' idle limit must pass.
         time.sleep(11.5)
         started = time.monotonic()
         ping = server.request("ping", {})
@@ -270,11 +281,16 @@ def test_a_flood_of_concurrent_calls_is_answered_without_a_thread_each(workspace
         for i in range(90):
             ids.append(call(server, "sleep", {"ms": 1500}))
             time.sleep(0.002)  # mostly one call per read: each may run directly
-        time.sleep(0.5)
+        # Every call read and dispatched (the ping comes after them), then
+        # the readers are counted.
+        ping = server.request("ping", {})
+        answered = set()
+        while (message := server.read()).get("id") != ping:
+            assert message["result"]["isError"] is False, message
+            answered.add(message["id"])
         readers = reader_threads(server.proc.pid)
         # 64 direct calls at most, plus readers left waiting on stdin.
         assert readers <= 64 + 3, readers
-        answered = set()
         while len(answered) < len(ids):
             message = server.read()
             assert message["result"]["isError"] is False, message

@@ -35,11 +35,33 @@ const BIN = target("TOOLHOST_BIN", "target/debug/toolhost");
 const MODULES = target("TOOLHOST_MODULE_PATH", "target/debug");
 const INSPECTOR = join(ROOT, "tests/node/node_modules/.bin/mcp-inspector");
 
+// `protocol`: the version each SDK asks for (its LATEST_PROTOCOL_VERSION),
+// which the server (up to 2025-11-25) must agree to.
 const SDKS = [
-  { name: "sdk 1.32", Client: current.Client, Stdio: currentStdio.StdioClientTransport, Http: currentHttp.StreamableHTTPClientTransport },
-  { name: "sdk 1.17", Client: v17.Client, Stdio: v17Stdio.StdioClientTransport, Http: v17Http.StreamableHTTPClientTransport },
-  { name: "sdk 1.12", Client: v12.Client, Stdio: v12Stdio.StdioClientTransport, Http: v12Http.StreamableHTTPClientTransport },
+  { name: "sdk 1.32", protocol: "2025-11-25", Client: current.Client, Stdio: currentStdio.StdioClientTransport, Http: currentHttp.StreamableHTTPClientTransport },
+  { name: "sdk 1.17", protocol: "2025-06-18", Client: v17.Client, Stdio: v17Stdio.StdioClientTransport, Http: v17Http.StreamableHTTPClientTransport },
+  { name: "sdk 1.12", protocol: "2025-03-26", Client: v12.Client, Stdio: v12Stdio.StdioClientTransport, Http: v12Http.StreamableHTTPClientTransport },
 ];
+
+/** Records the protocol version the server's `initialize` answer carries,
+ *  by wrapping the handler the client installs on its transport. */
+function negotiated(transport) {
+  const seen = { version: undefined };
+  let handler;
+  Object.defineProperty(transport, "onmessage", {
+    configurable: true,
+    get: () => handler,
+    set: (h) => {
+      handler =
+        h &&
+        ((message, extra) => {
+          seen.version ??= message?.result?.protocolVersion;
+          return h(message, extra);
+        });
+    },
+  });
+  return seen;
+}
 
 function workspace() {
   assert.ok(existsSync(BIN), `${BIN} is missing: build it first (cargo build -p toolhost -p toolhost-fixture)`);
@@ -111,9 +133,11 @@ for (const sdk of SDKS) {
     const ws = workspace();
     const transport = new sdk.Stdio({ command: BIN, args: ["--plan", ws.plan, "serve"], cwd: ws.dir, env: env(), stderr: "ignore" });
     const client = new sdk.Client({ name: `toolhost-interop ${sdk.name}`, version: "0" });
+    const version = negotiated(transport);
     await client.connect(transport);
     try {
       assert.equal(client.getServerVersion().name, "toolhost");
+      assert.equal(version.version, sdk.protocol, "the protocol version negotiated");
       await exercise(client);
     } finally {
       await client.close();
@@ -127,9 +151,11 @@ for (const sdk of SDKS) {
       requestInit: { headers: { Authorization: `Bearer ${server.token}` } },
     });
     const client = new sdk.Client({ name: `toolhost-interop ${sdk.name}`, version: "0" });
+    const version = negotiated(transport);
     try {
       await client.connect(transport);
       assert.equal(client.getServerVersion().name, "toolhost");
+      assert.equal(version.version, sdk.protocol, "the protocol version negotiated");
       await exercise(client);
       await transport.terminateSession?.();
       await client.close();

@@ -13,6 +13,7 @@ use super::context::Level;
 use super::error::{MountError, ToolError};
 use super::guard::guard;
 use super::panic_hook::{take_pending, CallScope};
+use super::session::SessionHooks;
 use super::tool::Tool;
 use crate::abi::{FfiContextRef, FfiTool};
 use crate::wire::{codes, CallRequest, Metadata, Status, ToolResult};
@@ -22,10 +23,11 @@ pub(crate) struct ToolAdapter<T: Tool> {
     tool: T,
     name: String,
     spec_json: RString,
+    session: SessionHooks,
 }
 
 impl<T: Tool> ToolAdapter<T> {
-    pub(crate) fn new(tool: T, module_version: &str) -> Result<Self, MountError> {
+    pub(crate) fn new(tool: T, module_version: &str, session: SessionHooks) -> Result<Self, MountError> {
         let mut spec = guard(|| tool.spec())
             .map_err(|panic| MountError::new(format!("a tool's spec() panicked: {panic}")))?;
         if spec.input_schema.is_null() {
@@ -40,6 +42,7 @@ impl<T: Tool> ToolAdapter<T> {
             name: spec.name,
             tool,
             spec_json: RString::from(spec_json),
+            session,
         })
     }
 }
@@ -61,7 +64,13 @@ impl<T: Tool> FfiTool for ToolAdapter<T> {
     }
 
     fn execute(&self, call: RStr<'_>, ctx: FfiContextRef<'_>) -> RString {
-        let result = run_call(&self.tool, &self.name, call.as_str(), ctx);
+        let mut result = run_call(&self.tool, &self.name, call.as_str(), ctx);
+        // Not a call (no id): perhaps the host's session-end notification.
+        if result.tool_call_id.is_empty() {
+            if let Some(answer) = self.session.intercept(call.as_str()) {
+                result = answer;
+            }
+        }
         let text = serde_json::to_string(&result).unwrap_or_else(|e| {
             json!({
                 "tool_call_id": result.tool_call_id,

@@ -11,6 +11,7 @@ use super::adapter::ToolAdapter;
 use super::context::Level;
 use super::error::MountError;
 use super::guard::guard;
+use super::session::SessionHooks;
 use super::tool::Tool;
 use crate::abi::{FfiCleanup, FfiCleanupBox, FfiCleanup_TO, FfiCoordinatorBox, FfiToolBox, FfiTool_TO};
 use crate::wire::HostInfo;
@@ -32,6 +33,7 @@ struct Inner {
     working_dir: PathBuf,
     state_dir: Option<PathBuf>,
     host_version: String,
+    session: SessionHooks,
 }
 
 impl Coordinator {
@@ -50,6 +52,7 @@ impl Coordinator {
                 working_dir: non_empty(host.working_dir).unwrap_or_else(|| PathBuf::from(".")),
                 state_dir: non_empty(host.state_dir),
                 host_version: host.host_version,
+                session: SessionHooks::default(),
             }),
         }
     }
@@ -57,7 +60,7 @@ impl Coordinator {
     /// Registers a tool. Its input schema is derived here, once; a spec that
     /// cannot be built (a panic in `spec`) fails the mount with a message.
     pub fn register<T: Tool>(&self, tool: T) -> Result<(), MountError> {
-        let adapter = ToolAdapter::new(tool, &self.inner.module_version)?;
+        let adapter = ToolAdapter::new(tool, &self.inner.module_version, self.inner.session.clone())?;
         let boxed: FfiToolBox = FfiTool_TO::from_value(adapter, TD_Opaque);
         self.inner
             .ffi
@@ -84,6 +87,15 @@ impl Coordinator {
         self.inner
             .ffi
             .log(level.to_abi(), RStr::from_str(message.as_ref()));
+    }
+
+    /// Runs `handler` with the session id whenever the host says a session
+    /// ended (an MCP session closed or expired, a CLI process exiting):
+    /// drop what the module keeps for that session. It runs on a host
+    /// thread, under the panic guard, possibly while other sessions' calls
+    /// run. See [`super::session`].
+    pub fn on_session_end(&self, handler: impl Fn(&str) + Send + Sync + 'static) {
+        self.inner.session.add(Box::new(handler));
     }
 
     /// The plan's working folder (absolute).

@@ -8,5 +8,6 @@ pub mod export;
 pub mod guard;
 mod panic_hook;
 pub mod schema;
+pub mod session;
 pub mod testing;
 pub mod tool;

@@ -122,6 +122,10 @@ impl ProcessControl for Control {
     fn kill_stuck(&self) -> bool {
         self.0.kill_stuck()
     }
+
+    fn is_running(&self) -> bool {
+        self.0.is_live()
+    }
 }
 
 /// The answer for a call whose isolated tool ignored cancellation past the

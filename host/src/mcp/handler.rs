@@ -12,7 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use super::http::sessions::SessionCalls;
+use super::http::sessions::{CallGuard, SessionCalls};
 use super::{convert, elicit, progress};
 use crate::cancel::CancelToken;
 use crate::pipeline::{Call, Pipeline};
@@ -49,10 +49,11 @@ impl ToolhostServer {
     }
 
     /// Fires when the session `context` belongs to ends (HTTP; `None` on
-    /// stdio, where the session is the process).
-    fn session_ended(&self, context: &RequestContext<RoleServer>) -> Option<CancelToken> {
+    /// stdio, where the session is the process), with the guard that
+    /// counts the call as running in it until dropped.
+    fn session_ended(&self, context: &RequestContext<RoleServer>) -> Option<(CancelToken, CallGuard)> {
         let calls = self.session_calls.as_ref()?;
-        Some(calls.token(http_session(context)?))
+        Some(calls.enter(http_session(context)?))
     }
 
     /// The same server for another client connection.
@@ -123,7 +124,10 @@ impl ServerHandler for ToolhostServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let cancel = CancelToken::new();
-        let session_ended = self.session_ended(&context).unwrap_or_default();
+        let (session_ended, _running) = match self.session_ended(&context) {
+            Some((token, guard)) => (token, Some(guard)),
+            None => (CancelToken::default(), None),
+        };
         let session_id = http_session(&context).map(crate::session::http);
         let reporter = context
             .meta

@@ -166,6 +166,15 @@ impl Jobs {
             .collect()
     }
 
+    /// Every job `session` started, running or not.
+    pub fn of_session(&self, session: &str) -> Vec<Arc<Job>> {
+        self.map()
+            .values()
+            .filter(|j| j.session == session)
+            .cloned()
+            .collect()
+    }
+
     /// Forgets a job (after its end was reported).
     pub fn remove(&self, id: &str) {
         self.map().remove(id);

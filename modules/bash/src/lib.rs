@@ -22,6 +22,7 @@ pub mod policy;
 pub mod process;
 pub mod runner;
 pub mod sandbox;
+pub mod session_end;
 pub mod slots;
 pub mod state;
 pub mod tools;
@@ -68,6 +69,7 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
             "bash: command policy active (allowed_commands/denied_commands); it is a policy, not a sandbox",
         );
     }
+    session_end::register(coordinator, module.clone());
     let log = coordinator.clone();
     let spill_dir = module.spill_dir().to_path_buf();
     let tmp_root = module.sandbox.tmp_root().to_path_buf();

@@ -70,6 +70,15 @@ impl ReadTracker {
         }
     }
 
+    /// Forgets every file `session` read (the session ended); returns how
+    /// many records went.
+    pub fn forget_session(&self, session: &str) -> usize {
+        let mut seen = self.lock();
+        let before = seen.len();
+        seen.retain(|(owner, _), _| owner != session);
+        before - seen.len()
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<(String, PathBuf), Stamp>> {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -22,6 +22,7 @@ pub mod pending;
 pub mod policy;
 pub mod search;
 pub mod snapshot;
+pub mod session_end;
 pub mod state;
 pub mod text;
 pub mod tools;
@@ -65,6 +66,7 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
             );
         }
     }
+    session_end::register(coordinator, state.clone());
     coordinator.register(tools::read_file::ReadFile { state: state.clone() })?;
     coordinator.register(tools::write_file::WriteFile { state: state.clone() })?;
     coordinator.register(tools::edit_file::EditFile { state: state.clone() })?;

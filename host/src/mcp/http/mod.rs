@@ -135,7 +135,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Opti
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = Some(options.session_idle);
     let manager = Arc::new(manager);
-    let calls = SessionCalls::new();
+    let calls = SessionCalls::for_host(pipeline.host().clone());
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {

@@ -45,6 +45,11 @@ use crate::cancel::CancelToken;
 use crate::mcp::{convert, elicit};
 use crate::pipeline::{Call, Pipeline};
 
+/// Set to `off` in the server's environment, every `tools/call` takes
+/// rmcp's path: the differential test runs one transcript both ways, and an
+/// operator who suspects the fast path can do without it.
+pub const DIRECT_ENV: &str = "TOOLHOST_MCP_STDIO_DIRECT";
+
 /// Direct calls at once; more concurrent calls go through rmcp (its tasks
 /// and tokio's capped blocking pool), rather than a reader thread each.
 pub const MAX_DIRECT: usize = 64;
@@ -64,6 +69,8 @@ struct Shared {
     peer: OnceLock<Peer<RoleServer>>,
     /// The session is over: no new direct calls.
     closed: AtomicBool,
+    /// Plain calls may run directly ([`DIRECT_ENV`] is not `off`).
+    direct_calls: bool,
     /// Direct calls in flight, by request id.
     calls: Mutex<HashMap<RequestId, InFlight>>,
     /// Signalled when the last call in flight is answered, while someone
@@ -127,6 +134,7 @@ impl Router {
                 relay: Mutex::new(Some(relay)),
                 peer: OnceLock::new(),
                 closed: AtomicBool::new(false),
+                direct_calls: std::env::var_os(DIRECT_ENV).is_none_or(|v| v != "off"),
                 calls: Mutex::new(HashMap::new()),
                 drained: Condvar::new(),
                 draining: AtomicBool::new(false),
@@ -367,7 +375,7 @@ impl Lines for Router {
                     // Honoured wherever it stands in a read, and passed on.
                     "notifications/cancelled" => self.cancelled(envelope.params),
                     // Only the last line of a read may hold its reader.
-                    "tools/call" if last => {
+                    "tools/call" if last && self.shared.direct_calls => {
                         if let Some(job) = self.direct(peer, envelope) {
                             return Some(job);
                         }
@@ -406,6 +414,17 @@ impl Lines for Router {
             self.long_line(tail);
         }
         tracing::info!("stdin closed: the client is gone; cancelling its calls");
+        self.shared.gone.cancel();
+        self.close();
+        // rmcp answers what it took (cancelled calls answer within the
+        // grace) before it sees the end of its input: at that end it waits
+        // only 5 s for answers, and a plan's grace may be longer.
+        let grace = Duration::from_millis(self.shared.pipeline.host().plan.host.cancel_grace_ms);
+        if !self.shared.rmcp_ids.wait_empty(grace + super::DRAIN_MARGIN) {
+            tracing::warn!(
+                "requests rmcp took are still unanswered past the cancel grace; ending the session"
+            );
+        }
         // rmcp sees the end of its input and ends the session.
         drop(
             self.shared
@@ -414,8 +433,6 @@ impl Lines for Router {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take(),
         );
-        self.shared.gone.cancel();
-        self.close();
     }
 }
 

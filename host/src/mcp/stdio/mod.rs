@@ -77,11 +77,15 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
                     return;
                 }
             };
-            let transport = AsyncRwTransport::new_server(relay, RmcpOutput(output, rmcp_ids));
+            let transport = AsyncRwTransport::new_server(relay, RmcpOutput(output.clone(), rmcp_ids.clone()));
             let server = ToolhostServer::new(pipeline, gone.clone());
             let served = runtime.block_on(session(server, transport, shutdown, gone, &router));
             // Tools that ignored cancellation must not hold the exit.
             runtime.shutdown_background();
+            // rmcp's session is over: what it took and did not answer (a
+            // shutdown, a tool stuck past the grace) is answered here, so
+            // every request gets exactly one answer.
+            answer_unanswered(&output, &rmcp_ids);
             // Direct calls were cancelled with the session; let them answer
             // (and be recorded) before the process goes.
             let running = router.drain(grace + DRAIN_MARGIN);
@@ -96,6 +100,19 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
     finished
         .await
         .unwrap_or_else(|_| Err("the MCP session ended abnormally".into()))
+}
+
+/// Answers, with an error, every request rmcp took and never answered.
+fn answer_unanswered(output: &Output, rmcp_ids: &RmcpIds) {
+    for id in rmcp_ids.take_all() {
+        tracing::warn!(%id, "the session ended before this request was answered");
+        let error = rmcp::model::ErrorData::internal_error(
+            "the server's session ended (stdin closed or the host shut down) before this request finished; \
+             it was cancelled",
+            None,
+        );
+        output.send(&rmcp::model::ServerJsonRpcMessage::error(error, Some(id)));
+    }
 }
 
 /// One stdio session as rmcp runs it; direct calls start once it is

@@ -13,8 +13,10 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use std::collections::HashSet;
 
@@ -88,9 +90,19 @@ impl Output {
 }
 
 /// The requests rmcp has taken and not yet answered, so a reused id is
-/// refused before rmcp sees it (rmcp would run both, or neither).
+/// refused before rmcp sees it (rmcp would run both, or neither), and so
+/// the end of stdin can wait for their answers ([`RmcpIds::wait_empty`]).
 #[derive(Clone, Default)]
-pub struct RmcpIds(Arc<Mutex<HashSet<RequestId>>>);
+pub struct RmcpIds(Arc<Owed>);
+
+#[derive(Default)]
+struct Owed {
+    ids: Mutex<HashSet<RequestId>>,
+    /// Signalled when the last owed answer goes, while someone waits (a
+    /// notify is a system call even with nobody waiting).
+    empty: Condvar,
+    waiting: AtomicBool,
+}
 
 impl RmcpIds {
     /// rmcp now owes an answer to `id`.
@@ -105,11 +117,40 @@ impl RmcpIds {
 
     /// rmcp no longer owes one (answered, or cancelled by the client).
     pub fn forget(&self, id: &RequestId) {
-        self.lock().remove(id);
+        let mut ids = self.lock();
+        ids.remove(id);
+        if ids.is_empty() && self.0.waiting.load(Ordering::SeqCst) {
+            self.0.empty.notify_all();
+        }
+    }
+
+    /// Waits up to `timeout` until rmcp owes no answer; returns whether it
+    /// owes none.
+    pub fn wait_empty(&self, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        let mut ids = self.lock();
+        self.0.waiting.store(true, Ordering::SeqCst);
+        while !ids.is_empty() {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            ids = match self.0.empty.wait_timeout(ids, left) {
+                Ok((ids, _)) => ids,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        ids.is_empty()
+    }
+
+    /// The ids rmcp still owes answers to, forgotten: once its session is
+    /// over, whoever takes them answers them.
+    pub fn take_all(&self) -> Vec<RequestId> {
+        self.lock().drain().collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RequestId>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.ids.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Forgets the ids of the responses in `bytes` (whole lines of JSON).
