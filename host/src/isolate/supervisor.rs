@@ -489,11 +489,7 @@ impl Supervisor {
     /// one is being started): a session's end need not reach a worker that
     /// was not running, since a new one holds no session's state.
     pub fn is_live(&self) -> bool {
-        match self.state.try_lock() {
-            Ok(state) => state.live.is_some(),
-            Err(std::sync::TryLockError::Poisoned(state)) => state.into_inner().live.is_some(),
-            Err(std::sync::TryLockError::WouldBlock) => false,
-        }
+        self.state.current().is_some()
     }
 
     /// Kills the live worker (a call in it ignored cancellation).
