@@ -109,7 +109,12 @@ fn installed_toolhost_works_from_any_folder() {
         &prefix,
         &home,
         &elsewhere,
-        &["call", "bash", r#"{"command": "echo installed-reaper-ok"}"#],
+        &[
+            "call",
+            "--yes",
+            "bash",
+            r#"{"command": "echo installed-reaper-ok"}"#,
+        ],
     ));
     assert!(stdout.contains("installed-reaper-ok"), "{stdout}");
 
