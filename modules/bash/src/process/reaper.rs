@@ -24,7 +24,8 @@
 //! `no_new_privs`, the Landlock domain and the seccomp filter, and calls
 //! `execve` while the reaper waits.
 //!
-//! Protocol with the host (fds fixed by [`main`]):
+//! Protocol with the host (fds placed by the host's `posix_spawn` file actions,
+//! see [`launch`](super::launch), and fixed again by [`main`]):
 //! - fd 0, 1, 2: the shell's stdin (/dev/null), stdout and stderr pipes;
 //! - fd 3: status socket: the shell's 4-byte wait status when it exits; EOF
 //!   when the reaper exits, i.e. when no process of the tree is left (a
