@@ -25,7 +25,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     let plan_with = |name: &str, sandbox: &str| -> anyhow::Result<Plan> {
         let file = dir.path().join(name);
         let text = format!(
-            "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"bash\"\n[tools.config]\nspill_output = false\n\
+            "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n\
              sandbox = \"{sandbox}\"\n",
             b.target_dir.display().to_string()
         );

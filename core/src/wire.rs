@@ -595,6 +595,10 @@ pub struct HostInfo {
     /// A folder the module may keep state and scratch files in.
     #[serde(default)]
     pub state_dir: String,
+    /// The plan file the host mounted the module from (absolute; empty for
+    /// the built-in plan): a module that runs commands hides it from them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plan_file: String,
 }
 
 impl HostInfo {
@@ -609,6 +613,13 @@ impl HostInfo {
             working_dir: working_dir.into(),
             host_version: host_version.into(),
             state_dir: state_dir.into(),
+            plan_file: String::new(),
         }
+    }
+
+    /// The same facts, naming the plan file.
+    pub fn with_plan_file(mut self, plan_file: impl Into<String>) -> Self {
+        self.plan_file = plan_file.into();
+        self
     }
 }

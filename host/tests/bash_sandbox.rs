@@ -408,6 +408,11 @@ fn sandbox_required_fails_the_mount_when_a_layer_is_missing() {
     let toolhost = bin.join("toolhost");
     std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &toolhost).expect("copy toolhost");
     std::fs::copy(module_file("toolhost_bash"), bin.join("libtoolhost_bash.so")).expect("copy module");
+    std::fs::copy(
+        target_dir().join("toolhost-bash-reaper"),
+        bin.join("toolhost-bash-reaper"),
+    )
+    .expect("copy reaper");
     std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let out = std::process::Command::new("setpriv")
         .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
@@ -550,22 +555,6 @@ fn the_hosts_state_folder_is_hidden_from_commands() {
         stdout(&r).contains("tmp-ok"),
         "the private temp folder must stay writable: {r}"
     );
-    // Spill files are not in the hidden folder: a command can read one.
-    let (_host, pipeline, runtime, _dir) = in_process("max_output_bytes = 1000");
-    let call = |command: &str| {
-        let r = runtime.block_on(pipeline.call(Call {
-            name: "bash".into(),
-            input: json!({ "command": command }),
-            ..Call::default()
-        }));
-        serde_json::to_value(r).expect("json")
-    };
-    let r = call("seq 1 5000");
-    let file = r["output"]["stdout_file"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no spill file: {r}"));
-    let r = call(&format!("tail -n 1 {file:?}"));
-    assert_eq!(stdout(&r).trim(), "5000", "the spill file is out of reach: {r}");
 }
 
 /// A UNIX socket listening at `path` that counts the connections it accepts.
@@ -685,4 +674,148 @@ fn the_mounts_temp_root_is_gone_after_a_call_and_after_a_failed_mount() {
             "[{config}] left behind in TMPDIR: {left:?}: {text}"
         );
     }
+}
+
+#[test]
+fn seccomp_refuses_x32_calls_namespaced_clone_clone3_and_io_uring() {
+    let w = World::new("");
+    // (name, syscall number and arguments); numbers for this architecture.
+    let clone_nr = if cfg!(target_arch = "aarch64") { 220 } else { 56 };
+    let mut calls = vec![
+        (
+            "clone_newuser",
+            format!("{clone_nr}, 0x10000000 | 17, 0, 0, 0, 0"),
+        ),
+        ("clone3", "435, 0, 0".to_string()),
+        ("io_uring_setup", "425, 1, 0".to_string()),
+    ];
+    if cfg!(target_arch = "x86_64") {
+        // getpid through the x32 table (__X32_SYSCALL_BIT + 39).
+        calls.push(("x32_getpid", "0x40000000 + 39".to_string()));
+    }
+    let body: String = calls
+        .iter()
+        .map(|(name, args)| format!("call(\"{name}\", {args})\n"))
+        .collect();
+    let r = w.bash(&format!(
+        "python3 -c '
+import ctypes, os
+l = ctypes.CDLL(None, use_errno=True)
+def call(name, *a):
+    ctypes.set_errno(0)
+    r = l.syscall(*a)
+    if r == 0:
+        os._exit(0)
+    print(\"%s=%d/%d\" % (name, r, ctypes.get_errno()))
+{body}'; bash -c 'true & wait' && echo fork-ok"
+    ));
+    let out = stdout(&r);
+    let eperm = format!("=-1/{}", libc::EPERM);
+    for (name, _) in &calls {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no line for {name}: {r}"));
+        let want = if *name == "clone3" {
+            format!("=-1/{}", libc::ENOSYS)
+        } else {
+            eperm.clone()
+        };
+        assert!(
+            line.ends_with(&want),
+            "{name} not refused as expected ({line}, want {want}): {r}"
+        );
+    }
+    assert!(out.contains("fork-ok"), "plain fork must still work: {r}");
+}
+
+#[test]
+fn root_keeps_no_capability_and_sees_no_disk_or_host_terminal() {
+    let w = World::new("");
+    let r = w.bash(
+        "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status; echo \"dev: $(ls -A /dev | tr '\\n' ' ')\"; \
+         for f in /dev/* /dev/pts/*; do [ -b \"$f\" ] && echo \"block: $f\"; done; echo 'x' > /dev/null && echo null-ok",
+    );
+    let out = stdout(&r);
+    let caps: Vec<&str> = out.lines().filter(|l| l.starts_with("Cap")).collect();
+    assert_eq!(caps.len(), 5, "{r}");
+    for line in caps {
+        assert!(
+            line.ends_with("0000000000000000"),
+            "a capability is left: {line}: {r}"
+        );
+    }
+    assert!(!out.contains("block: "), "a block device is visible: {r}");
+    let allowed = [
+        "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty", "urandom",
+        "zero",
+    ];
+    let dev = out
+        .lines()
+        .find_map(|l| l.strip_prefix("dev: "))
+        .unwrap_or_else(|| panic!("no /dev listing: {r}"));
+    for entry in dev.split_whitespace() {
+        assert!(allowed.contains(&entry), "/dev/{entry} is visible: {r}");
+    }
+    assert!(out.contains("null-ok"), "/dev/null must stay usable: {r}");
+}
+
+#[test]
+fn the_plan_file_is_read_only_inside_the_working_folder_and_hidden_outside_it() {
+    // Inside (the harness's plan sits in the working folder): readable, as
+    // the file tools can read it, but no command can rewrite or move it.
+    let w = World::new("");
+    let before = std::fs::read_to_string(&w.env.plan).expect("plan");
+    let r = w.bash(
+        "grep -c 'module = \"bash\"' plan.toml; echo 'sandbox = \"off\"' >> plan.toml; \
+         python3 -c 'open(\"plan.toml\", \"w\").write(\"\")'; mv plan.toml moved.toml; rm -f plan.toml; \
+         git init -q . && git add -A && echo git-ok; exit 0",
+    );
+    assert_eq!(
+        stdout(&r).lines().next(),
+        Some("1"),
+        "the plan is readable inside: {r}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&w.env.plan).expect("plan"),
+        before,
+        "the plan was changed: {r}"
+    );
+    assert!(
+        !w.env.path().join("moved.toml").exists(),
+        "the plan was moved: {r}"
+    );
+    assert!(stdout(&r).contains("git-ok"), "git add -A must still work: {r}");
+
+    // Outside the working folder: seen empty.
+    let plan_dir = tempfile::tempdir().expect("plan dir");
+    let plan_file = plan_dir.path().join("outside.toml");
+    std::fs::write(
+        &plan_file,
+        format!(
+            "# {SECRET}\n[host]\nworking_dir = {:?}\ndefault_timeout_secs = 60\n\n[[tools]]\nmodule = \"bash\"\n",
+            w.env.path()
+        ),
+    )
+    .expect("outside plan");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--plan")
+        .arg(&plan_file)
+        .current_dir(w.env.path())
+        .env("TOOLHOST_MODULE_PATH", target_dir())
+        .env_remove("TOOLHOST_PLAN")
+        .stdin(std::process::Stdio::null())
+        .args([
+            "call",
+            "bash",
+            &json!({"command": format!("cat {:?}; wc -c < {:?}", plan_file, plan_file)}).to_string(),
+        ])
+        .output()
+        .expect("run toolhost");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\"stdout\":\"0\\n\""),
+        "the outside plan is not seen empty: {text}"
+    );
+    assert!(!text.contains(SECRET), "the plan's contents leaked: {text}");
 }

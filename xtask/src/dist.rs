@@ -73,6 +73,13 @@ fn layout(build: &Build) -> anyhow::Result<Vec<(PathBuf, PathBuf, bool)>> {
         );
         files.push((target.join(&lib), Path::new("lib/toolhost").join(&lib), false));
     }
+    // The bash module starts every command under this program and looks
+    // for it beside its own file (modules/bash/src/process/launch.rs).
+    files.push((
+        target.join("toolhost-bash-reaper"),
+        PathBuf::from("lib/toolhost/toolhost-bash-reaper"),
+        true,
+    ));
     let plans = root().join("mount-plans");
     let mut plan_files: Vec<PathBuf> = std::fs::read_dir(&plans)
         .with_context(|| format!("cannot list {}", plans.display()))?

@@ -61,6 +61,7 @@ fn installed_toolhost_works_from_any_folder() {
         "lib/toolhost/libtoolhost_filesystem.so",
         "lib/toolhost/libtoolhost_bash.so",
         "lib/toolhost/libtoolhost_web.so",
+        "lib/toolhost/toolhost-bash-reaper",
         "share/toolhost/mount-plans/default.toml",
         "share/toolhost/mount-plans/readonly.toml",
         "share/doc/toolhost/README.md",
@@ -103,6 +104,19 @@ fn installed_toolhost_works_from_any_folder() {
     let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(result["status"], "success", "{result}");
     assert!(result.to_string().contains("first line"), "{result}");
+    // bash starts its commands under the reaper program installed beside it.
+    let stdout = ok(&installed(
+        &prefix,
+        &home,
+        &elsewhere,
+        &[
+            "call",
+            "--yes",
+            "bash",
+            r#"{"command": "echo installed-reaper-ok"}"#,
+        ],
+    ));
+    assert!(stdout.contains("installed-reaper-ok"), "{stdout}");
 
     // A second install over the first (toolhost replaced in place) works.
     ok(&xtask(&[
@@ -159,6 +173,7 @@ fn dist_packs_the_same_tree() {
             "lib/toolhost/libtoolhost_bash.so",
             "lib/toolhost/libtoolhost_filesystem.so",
             "lib/toolhost/libtoolhost_web.so",
+            "lib/toolhost/toolhost-bash-reaper",
             "share/doc/toolhost/LICENSE-APACHE",
             "share/doc/toolhost/LICENSE-MIT",
             "share/doc/toolhost/README.md",

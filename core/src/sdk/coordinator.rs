@@ -34,6 +34,7 @@ struct Inner {
     state_dir: Option<PathBuf>,
     host_version: String,
     session: SessionHooks,
+    plan_file: Option<PathBuf>,
 }
 
 impl Coordinator {
@@ -53,6 +54,7 @@ impl Coordinator {
                 state_dir: non_empty(host.state_dir),
                 host_version: host.host_version,
                 session: SessionHooks::default(),
+                plan_file: non_empty(host.plan_file),
             }),
         }
     }
@@ -106,6 +108,12 @@ impl Coordinator {
     /// A folder for the module's state and scratch files, when the host has one.
     pub fn state_dir(&self) -> Option<&Path> {
         self.inner.state_dir.as_deref()
+    }
+
+    /// The plan file the host mounted this module from, when there is one
+    /// (a module running commands hides it from them).
+    pub fn plan_file(&self) -> Option<&Path> {
+        self.inner.plan_file.as_deref()
     }
 
     /// The module's name from its manifest.

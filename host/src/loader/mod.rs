@@ -194,12 +194,23 @@ pub(crate) fn envelope(entry: &ModuleEntry, plan: &Plan, module_name: &str) -> R
                 .join("modules")
                 .join(module_name)
                 .to_string_lossy(),
-        ),
+        )
+        .with_plan_file(plan_file(plan)),
     );
     serde_json::to_string(&envelope).map_err(|e| ModuleError::Mount {
         label: entry.label(),
         detail: e.to_string(),
     })
+}
+
+/// The plan's file, absolute, if it is a real file (not the built-in plan).
+fn plan_file(plan: &Plan) -> String {
+    let path = std::path::absolute(&plan.file).unwrap_or_else(|_| plan.file.clone());
+    if path.is_file() {
+        path.to_string_lossy().into_owned()
+    } else {
+        String::new()
+    }
 }
 
 /// A registered tool's spec under its public (prefixed) names, with the

@@ -22,12 +22,6 @@ pub struct Config {
     pub drain_ms: u64,
     /// Output kept per result (stdout and stderr together): head and tail.
     pub max_output_bytes: usize,
-    /// Write the whole output to a file when it is cut (in the state
-    /// folder, or with the sandbox on beside the private temp folders, where
-    /// commands can read it).
-    pub spill_output: bool,
-    /// Cap on a spill file, in bytes.
-    pub spill_max_bytes: u64,
     /// Extra environment variables to pass (names or `*` patterns). A secret
     /// name (*KEY*, *TOKEN*, …) passes only when listed exactly.
     pub env_allow: Vec<String>,
@@ -70,8 +64,6 @@ impl Default for Config {
             kill_grace_ms: 1000,
             drain_ms: 500,
             max_output_bytes: 30_000,
-            spill_output: true,
-            spill_max_bytes: 64 * 1024 * 1024,
             env_allow: Vec::new(),
             env_set: BTreeMap::new(),
             max_concurrent: 8,

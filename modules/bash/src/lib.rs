@@ -46,8 +46,13 @@ toolhost_core::export_module! {
 /// Registers the tools; the cleanup ends every background job.
 pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, MountError> {
     config.validate()?;
-    let module =
-        Module::new(config, coordinator.state_dir(), coordinator.working_dir()).map_err(MountError::new)?;
+    let module = Module::new(
+        config,
+        coordinator.state_dir(),
+        coordinator.working_dir(),
+        coordinator.plan_file(),
+    )
+    .map_err(MountError::new)?;
     if let Err(e) = report_sandbox(coordinator, &module) {
         // The mount fails: its (empty) temp root goes with it.
         let _ = std::fs::remove_dir(module.sandbox.tmp_root());
@@ -71,7 +76,6 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
     }
     session_end::register(coordinator, module.clone());
     let log = coordinator.clone();
-    let spill_dir = module.spill_dir().to_path_buf();
     let tmp_root = module.sandbox.tmp_root().to_path_buf();
     Ok(Cleanup::new(move || {
         let jobs = module.jobs.describe();
@@ -82,9 +86,6 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
             );
         }
         module.jobs.shutdown();
-        // Spill files live as long as the mount that returned their paths.
-        module.remove_spills();
-        let _ = std::fs::remove_dir(&spill_dir);
         // Empty once every call and job has ended (each removes its own).
         let _ = std::fs::remove_dir(&tmp_root);
     }))

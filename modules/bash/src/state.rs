@@ -1,8 +1,7 @@
 //! What the three tools share: the config, the policies, the job registry,
-//! the concurrency cap and the spill folder.
+//! the concurrency cap.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,15 +10,12 @@ use toolhost_core::ToolError;
 use crate::config::Config;
 use crate::env::EnvPolicy;
 use crate::jobs::Jobs;
-use crate::output::capture::{Capture, SpillTo};
+use crate::output::capture::Capture;
 use crate::policy::CommandPolicy;
 use crate::process::spawn::{spawn, SpawnSpec, Spawned};
 use crate::runner::Limits;
 use crate::sandbox::{Request, Sandbox};
 use crate::slots::{Slot, Slots};
-
-/// How many calls' spill files are kept before the oldest are deleted.
-pub const KEEP_SPILLS: usize = 8;
 
 /// The mount's shared state.
 #[derive(Debug)]
@@ -33,11 +29,6 @@ pub struct Module {
     /// Background jobs.
     pub jobs: Jobs,
     slots: Arc<Slots>,
-    spill_dir: PathBuf,
-    spills: AtomicU64,
-    /// Spill files handed out, oldest first: at most [`KEEP_SPILLS`] calls'
-    /// worth are kept, and all go at cleanup.
-    spill_files: std::sync::Mutex<std::collections::VecDeque<PathBuf>>,
     rlimits: Vec<(libc::c_int, u64)>,
     /// The OS sandbox and which of its layers hold here.
     pub sandbox: Sandbox,
@@ -47,7 +38,15 @@ impl Module {
     /// State for a mount; `state_dir` is the host's scratch folder,
     /// `working_dir` the plan's. Probes the sandbox's layers (see
     /// [`Sandbox::new`]); the error is a configuration error.
-    pub fn new(config: Config, state_dir: Option<&Path>, working_dir: &Path) -> Result<Module, String> {
+    pub fn new(
+        config: Config,
+        state_dir: Option<&Path>,
+        working_dir: &Path,
+        plan_file: Option<&Path>,
+    ) -> Result<Module, String> {
+        // Every command starts under the reaper program: without it no call
+        // could run, so the mount says so now.
+        crate::process::launch::reaper_path().map_err(|e| format!("bash: {e}"))?;
         // The module's state folder is `<host state>/modules/bash`; the
         // host's is hidden from commands (HTTP token, other modules' state),
         // so the private temp folders cannot live under it.
@@ -79,19 +78,12 @@ impl Module {
             tmp_root: tmp_root.clone(),
             shell: &config.shell,
             host_state_dir: host_state_dir.as_deref(),
+            plan_file,
         })
         .inspect_err(|_| {
             // Made for this mount (or empty): nothing else is in it yet.
             let _ = std::fs::remove_dir(&tmp_root);
         })?;
-        let spill_dir = (config.sandbox != crate::sandbox::Mode::Off)
-            // The state folder is hidden from commands, and a spill file is
-            // meant to be read (grep, tail) by the next one.
-            .then(|| sandbox.tmp_root().join("spill"))
-            .or_else(|| state_dir.map(|d| d.join("spill")))
-            .unwrap_or_else(|| std::env::temp_dir().join(format!("toolhost-bash-{}", std::process::id())));
-        // Results name the file; make the name usable from anywhere.
-        let spill_dir = std::path::absolute(&spill_dir).unwrap_or(spill_dir);
         Ok(Module {
             sandbox,
             policy: CommandPolicy::new(
@@ -103,9 +95,6 @@ impl Module {
             jobs: Jobs::default(),
             slots: Slots::new(config.max_concurrent),
             rlimits: config.rlimits.pairs(),
-            spill_dir,
-            spills: AtomicU64::new(0),
-            spill_files: Default::default(),
             config,
         })
     }
@@ -175,58 +164,10 @@ impl Module {
         Ok(spawned)
     }
 
-    /// Fresh captures for a call; foreground ones may spill to a file.
-    pub fn captures(&self, call_id: &str, spill: bool) -> (Capture, Capture) {
+    /// Fresh captures for a call.
+    pub fn captures(&self) -> (Capture, Capture) {
         let cap = self.config.max_output_bytes;
-        if !(spill && self.config.spill_output) {
-            return (Capture::new(cap, None), Capture::new(cap, None));
-        }
-        let n = self.spills.fetch_add(1, Ordering::Relaxed);
-        let stem: String = call_id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(64)
-            .collect();
-        let file = |stream: &str| SpillTo {
-            path: self
-                .spill_dir
-                .join(format!("{stem}-{}-{n}.{stream}", std::process::id())),
-            max_bytes: self.config.spill_max_bytes,
-        };
-        {
-            let mut files = self.spill_files.lock().unwrap_or_else(|p| p.into_inner());
-            for stream in ["stdout", "stderr"] {
-                files.push_back(file(stream).path);
-            }
-            while files.len() > 2 * KEEP_SPILLS {
-                if let Some(old) = files.pop_front() {
-                    let _ = std::fs::remove_file(old);
-                }
-            }
-        }
-        (
-            Capture::new(cap, Some(file("stdout"))),
-            Capture::new(cap, Some(file("stderr"))),
-        )
-    }
-
-    /// The folder spill files go to.
-    pub fn spill_dir(&self) -> &Path {
-        &self.spill_dir
-    }
-
-    /// Deletes every spill file this mount wrote (its cleanup).
-    pub fn remove_spills(&self) {
-        let mut files = self.spill_files.lock().unwrap_or_else(|p| p.into_inner());
-        for f in files.drain(..) {
-            let _ = std::fs::remove_file(f);
-        }
+        (Capture::new(cap), Capture::new(cap))
     }
 }
 

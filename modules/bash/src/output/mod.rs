@@ -1,4 +1,4 @@
-//! Output capture: bounded buffers, spill files, and the JSON a result
+//! Output capture: bounded buffers, and the JSON a result
 //! carries.
 
 pub mod capture;

@@ -1,10 +1,9 @@
 //! Turns captured streams into the fields of a result: the text of each
-//! (head and tail under one shared budget), byte counts, the cut, spill
-//! files and encoding notes.
+//! (head and tail under one shared budget), byte counts, the cut and
+//! encoding notes.
 
 use serde_json::{json, Map, Value};
 
-use super::capture::Capture;
 use super::ring::HeadTail;
 
 /// Splits `budget` between two streams: each gets half, and what one does
@@ -36,30 +35,20 @@ pub fn streams(out: &mut Map<String, Value>, stdout: &HeadTail, stderr: &HeadTai
     out.insert("truncated".into(), json!(cut > 0));
     if cut > 0 {
         out.insert("cut_bytes".into(), json!(cut));
+        out.insert(
+            "cut_note".into(),
+            json!(format!(
+                "the middle {cut} bytes of the output were dropped (head and tail kept); no copy is kept. To \
+                 keep everything, redirect the output to a file in the working folder (cmd > out.log 2>&1) \
+                 and read it in parts"
+            )),
+        );
     }
     if o.lossy || e.lossy {
         out.insert(
             "encoding".into(),
             json!("the output is not valid UTF-8; invalid bytes are shown as U+FFFD"),
         );
-    }
-}
-
-/// Adds the spill files (and spill errors) of both captures to `out`.
-pub fn spills(out: &mut Map<String, Value>, stdout: &Capture, stderr: &Capture) {
-    for (key, cap) in [("stdout_file", stdout), ("stderr_file", stderr)] {
-        if let Some((path, complete)) = cap.spill_file() {
-            out.insert(key.into(), json!(path.display().to_string()));
-            if !complete {
-                out.insert(
-                    format!("{key}_note"),
-                    json!("the spill file reached spill_max_bytes and stops there"),
-                );
-            }
-        }
-        if let Some(err) = cap.spill_error() {
-            out.insert(format!("{key}_error"), json!(err));
-        }
     }
 }
 

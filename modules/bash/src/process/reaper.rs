@@ -2,13 +2,13 @@
 //! no process a command starts can leave the tree, even after `setsid`,
 //! `nohup … &` or a double fork.
 //!
-//! The reaper is a *fork* of the host (`clone` without `CLONE_VM`, see
-//! [`spawn`](super::spawn)): it has its own copy of memory, so nothing it
-//! does can touch the host's heap, locks or thread-locals. Because the host
-//! is multi-threaded, the copy is only safe to use through
-//! async-signal-safe operations: the reaper makes raw system calls on data
-//! prepared before the fork, never allocates, takes no lock, cannot panic
-//! (no indexing that could fail, no `unwrap`), and ends with `exit_group`.
+//! The reaper runs in the [reaper program](super::program), a process the
+//! host starts with `posix_spawn` (never a fork of the host): nothing it
+//! does can touch the host's heap, locks or thread-locals. Its supervision
+//! loop still makes only raw system calls on data prepared up front, never
+//! allocates and cannot panic (no indexing that could fail, no `unwrap`),
+//! because the shell's child runs on its memory until `execve` and because
+//! a reaper that died of a panic would let its tree outlive the call.
 //!
 //! With the sandbox's PID namespace the reaper is PID 1 of a fresh
 //! namespace: the kernel makes it the reaper of every orphan, refuses the
@@ -24,7 +24,8 @@
 //! `no_new_privs`, the Landlock domain and the seccomp filter, and calls
 //! `execve` while the reaper waits.
 //!
-//! Protocol with the host (fds fixed by [`main`]):
+//! Protocol with the host (fds placed by the host's `posix_spawn` file actions,
+//! see [`launch`](super::launch), and fixed again by [`main`]):
 //! - fd 0, 1, 2: the shell's stdin (/dev/null), stdout and stderr pipes;
 //! - fd 3: status socket: the shell's 4-byte wait status when it exits; EOF
 //!   when the reaper exits, i.e. when no process of the tree is left (a
@@ -75,6 +76,12 @@ pub enum Step {
     Landlock = 7,
     /// Installing the seccomp filter.
     Seccomp = 8,
+    /// Dropping every capability.
+    Caps = 9,
+    /// Starting the reaper in its namespaces (`clone` refused).
+    Clone = 10,
+    /// Replacing `/dev` with the minimal one.
+    Dev = 11,
 }
 
 impl Step {
@@ -89,6 +96,9 @@ impl Step {
             6 => Step::NoNewPrivs,
             7 => Step::Landlock,
             8 => Step::Seccomp,
+            9 => Step::Caps,
+            10 => Step::Clone,
+            11 => Step::Dev,
             _ => return None,
         })
     }
@@ -104,6 +114,9 @@ pub const FD_COUNT: usize = 7;
 
 /// Most hidden paths a plan may list.
 pub const MAX_HIDDEN: usize = 32;
+
+/// Most files bound read-only over themselves.
+pub const MAX_READ_ONLY: usize = 4;
 
 /// Signals the reaper ignores, so that a terminal's or a process group's
 /// signals do not end it before its tree; the shell gets them back.
@@ -142,7 +155,7 @@ pub struct Hidden {
     pub dir: bool,
 }
 
-/// The sandbox steps to take, prepared before the fork (all pointers point
+/// The sandbox steps to take, prepared before the clone (all pointers point
 /// into data owned by the caller).
 #[derive(Clone, Copy)]
 pub struct Setup {
@@ -158,12 +171,20 @@ pub struct Setup {
     pub hidden: [Hidden; MAX_HIDDEN],
     /// How many of `hidden` are used.
     pub hidden_count: usize,
+    /// NUL-terminated paths to bind read-only over themselves.
+    pub read_only: [*const c_char; MAX_READ_ONLY],
+    /// How many of `read_only` are used.
+    pub read_only_count: usize,
     /// Write "0" to the cgroup.procs fd (fd slot 6).
     pub cgroup: bool,
     /// Set `PR_SET_NO_NEW_PRIVS` in the shell's child.
     pub no_new_privs: bool,
     /// Enter the Landlock domain whose ruleset is fd slot 5.
     pub landlock: bool,
+    /// Drop every capability (bounding set included) after the setup.
+    pub drop_caps: bool,
+    /// Replace `/dev` with a minimal one (in the new mount namespace).
+    pub minimal_dev: bool,
     /// The seccomp BPF program (empty: none).
     pub seccomp: *const libc::sock_filter,
     /// Its length in instructions.
@@ -183,17 +204,21 @@ impl Setup {
                 dir: false,
             }; MAX_HIDDEN],
             hidden_count: 0,
+            read_only: [std::ptr::null(); MAX_READ_ONLY],
+            read_only_count: 0,
             cgroup: false,
             no_new_privs: false,
             landlock: false,
+            drop_caps: false,
+            minimal_dev: false,
             seccomp: std::ptr::null(),
             seccomp_len: 0,
         }
     }
 }
 
-/// Everything the reaper needs, prepared before the fork. The reaper reads
-/// its own copy, so the host may free this once the fork has returned.
+/// Everything the reaper needs, built by the reaper program from its
+/// [`Spec`](super::spec::Spec).
 pub struct Prepared {
     /// The shell to execute (a NUL-terminated path).
     pub shell: *const c_char,
@@ -214,11 +239,9 @@ pub struct Prepared {
     pub shell_stack: *mut u8,
     /// The sandbox steps.
     pub setup: Setup,
-    /// Address ranges of the host's original argument and environment
-    /// strings (`/proc/self/stat` arg_start..arg_end, env_start..env_end):
-    /// the reaper zeroes its copy, so that its `/proc/<pid>/environ` and
-    /// `cmdline`, which a command can read, show nothing of the host's.
-    pub scrub: [(usize, usize); 2],
+    /// Take SIGKILL when the parent dies (the reaper runs as the child of
+    /// the reaper program, in new namespaces).
+    pub die_with_parent: bool,
 }
 
 /// The kernel's `struct sigaction` (the same layout on x86_64 and aarch64).
@@ -239,13 +262,14 @@ struct Rlimit64 {
 
 const SIGSET_SIZE: usize = 8;
 
-/// The reaper's entry point, run by `clone` in a forked child. Never returns.
+/// The reaper's entry point, in the reaper program (or its child in new
+/// namespaces). Never returns.
 ///
 /// # Safety
-/// `arg` must point to a [`Prepared`] (in this process's copy of memory)
-/// whose pointers are valid, the caller must have blocked every signal, and
-/// this process must be a fork of a possibly multi-threaded process: only
-/// async-signal-safe operations follow (raw system calls, no allocation).
+/// `arg` must point to a [`Prepared`] whose pointers stay valid for the
+/// life of the process, the caller must have blocked every signal, and the
+/// process must be single-threaded (the shell's child shares its memory
+/// until `execve`).
 pub unsafe extern "C" fn main(arg: *mut c_void) -> ! {
     // SAFETY: the caller passes a valid `Prepared`.
     let p = unsafe { &*(arg as *const Prepared) };
@@ -308,22 +332,27 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
         for sig in IGNORED {
             set_handler(sig, libc::SIG_IGN);
         }
-        for (start, end) in p.scrub {
-            let mut at = start;
-            while at < end {
-                // SAFETY: the range lies in this process's own copy of the
-                // host's initial stack (writable, and mapped for the whole
-                // life of a process); nothing here reads it again.
-                std::ptr::write_volatile(at as *mut u8, 0);
-                at += 1;
-            }
-        }
         sys!(libc::SYS_setsid);
+        if p.die_with_parent {
+            // The reaper program's outer half is the host's child; if it
+            // is killed, this (PID 1) and so the whole namespace go too.
+            sys!(libc::SYS_prctl, libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        }
         if !p.setup.pid_ns {
             sys!(libc::SYS_prctl, libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         }
         if let Err(step) = reaper_setup(&p.setup) {
             write_status(SETUP_FAILED | step as u32);
+            exit(0);
+        }
+        // The reaper is a process of its own (never the host), so these
+        // may use ordinary code; the shell inherits the result.
+        if p.setup.minimal_dev && super::devfs::make_minimal().is_err() {
+            write_status(SETUP_FAILED | Step::Dev as u32);
+            exit(0);
+        }
+        if p.setup.drop_caps && !super::caps::drop_all() {
+            write_status(SETUP_FAILED | Step::Caps as u32);
             exit(0);
         }
         // After the id maps (a non-dumpable process cannot write its own).
@@ -441,6 +470,31 @@ unsafe fn reaper_setup(s: &Setup) -> Result<(), Step> {
                 )
             };
             if r != 0 {
+                return Err(Step::Hidden);
+            }
+            i += 1;
+        }
+        let mut i = 0;
+        while i < s.read_only_count && i < MAX_READ_ONLY {
+            let path = s.read_only[i];
+            let bound = sys!(
+                libc::SYS_mount,
+                path,
+                path,
+                std::ptr::null::<c_char>(),
+                libc::MS_BIND,
+                std::ptr::null::<c_void>()
+            );
+            if bound != 0
+                || sys!(
+                    libc::SYS_mount,
+                    std::ptr::null::<c_char>(),
+                    path,
+                    std::ptr::null::<c_char>(),
+                    libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
+                    std::ptr::null::<c_void>()
+                ) != 0
+            {
                 return Err(Step::Hidden);
             }
             i += 1;

@@ -1,27 +1,26 @@
-//! Signal names for results.
+//! Signal names for results, from `nix`'s `Signal` table (the one the
+//! isolation code can share instead of a hand-kept copy).
 
-/// `SIGTERM` for 15 and so on; `SIG<n>` for the rest.
+use nix::sys::signal::Signal;
+
+/// `SIGTERM` for 15 and so on (`Signal::as_str`); `SIG<n>` for numbers
+/// with no name (real-time signals).
 pub fn name(sig: i32) -> String {
-    let known = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        libc::SIGSYS => "SIGSYS",
-        _ => return format!("SIG{sig}"),
-    };
-    known.to_string()
+    match Signal::try_from(sig) {
+        Ok(s) => s.as_str().to_string(),
+        Err(_) => format!("SIG{sig}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_fallback() {
+        assert_eq!(name(libc::SIGKILL), "SIGKILL");
+        assert_eq!(name(libc::SIGSEGV), "SIGSEGV");
+        assert_eq!(name(libc::SIGWINCH), "SIGWINCH");
+        assert_eq!(name(libc::SIGRTMIN() + 2), format!("SIG{}", libc::SIGRTMIN() + 2));
+    }
 }

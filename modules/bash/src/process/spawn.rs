@@ -2,9 +2,9 @@
 //! in its own session and process group, with stdin from /dev/null, a clean
 //! environment, optional resource limits and optional sandbox steps.
 //!
-//! Everything the reaper and the shell's child need (strings, pointer
-//! arrays, the Landlock ruleset fd, the seccomp program) is built here,
-//! before the fork, so that after it only system calls remain.
+//! The host builds a [`Spec`] and starts the
+//! [reaper program](super::program) with `posix_spawn`
+//! ([`launch`](super::launch)); the host itself is never forked.
 
 use std::ffi::{CString, OsString};
 use std::io;
@@ -12,9 +12,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::raw;
-use super::reaper::{self, Prepared, Setup};
-use super::stacks::Stacks;
+use super::launch;
+use super::spec::{SetupSpec, Spec};
 use super::tree::Tree;
 
 /// What to run.
@@ -33,14 +32,12 @@ pub struct SpawnSpec<'a> {
     pub confine: Option<Confine<'a>>,
 }
 
-/// What the sandbox asks of one spawn. The pointers in `setup` must stay
-/// valid until [`spawn`] returns (the reaper works on its own copy).
-#[derive(Clone, Copy)]
+/// What the sandbox asks of one spawn.
 pub struct Confine<'a> {
     /// `CLONE_NEW*` flags for the reaper.
     pub namespaces: libc::c_int,
     /// The steps.
-    pub setup: Setup,
+    pub setup: SetupSpec,
     /// The Landlock ruleset fd, when `setup.landlock`.
     pub landlock: Option<std::os::fd::BorrowedFd<'a>>,
     /// An fd open for writing on the pids cgroup's `cgroup.procs`, when
@@ -60,18 +57,17 @@ pub struct Spawned {
     pub cleanup: Option<Box<dyn Send>>,
 }
 
-/// Starts `spec`. Fails only when the host is out of fds or processes; a
-/// shell that cannot start reports that on stderr with exit code 126/127.
+/// Starts `spec`. Fails when the host is out of fds or processes or the
+/// reaper program is missing; a shell that cannot start reports that on
+/// stderr with exit code 126/127.
 pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     let shell = cstring(spec.shell.as_os_str().as_bytes(), "the shell path")?;
-    let argv_owned = [
+    let argv = vec![
         shell.clone(),
         CString::new("-c").map_err(invalid)?,
         cstring(spec.command.as_bytes(), "the command")?,
     ];
-    let mut argv: Vec<*const libc::c_char> = argv_owned.iter().map(|s| s.as_ptr()).collect();
-    argv.push(std::ptr::null());
-    let env_owned = spec
+    let env = spec
         .env
         .iter()
         .map(|(k, v)| {
@@ -81,15 +77,17 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
             cstring(&kv, "an environment variable")
         })
         .collect::<io::Result<Vec<_>>>()?;
-    let mut envp: Vec<*const libc::c_char> = env_owned.iter().map(|s| s.as_ptr()).collect();
-    envp.push(std::ptr::null());
     let cwd = cstring(spec.cwd.as_os_str().as_bytes(), "the working directory")?;
-
-    let mut rlimits = [(0 as libc::c_int, 0u64); 8];
-    let rlimit_count = spec.rlimits.len().min(rlimits.len());
-    for (slot, (resource, value)) in rlimits.iter_mut().zip(spec.rlimits) {
-        *slot = (*resource, *value);
-    }
+    let confine = spec.confine.as_ref();
+    let wire = Spec {
+        shell,
+        argv,
+        env,
+        cwd,
+        rlimits: spec.rlimits.to_vec(),
+        namespaces: confine.map_or(0, |c| c.namespaces),
+        setup: confine.map(|c| c.setup.clone()).unwrap_or_default(),
+    };
 
     let devnull = open_devnull()?;
     let (out_r, out_w) = pipe()?;
@@ -98,35 +96,18 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     // /proc/<reaper>/fd, so no command can forge the status it carries.
     let (status_r, status_w) = socketpair()?;
     let (control_host, control_reaper) = socketpair()?;
-    let stacks = Stacks::new()?;
-
-    let confine = spec.confine;
-    let prepared = Prepared {
-        shell: shell.as_ptr(),
-        argv: argv.as_ptr(),
-        envp: envp.as_ptr(),
-        cwd: cwd.as_ptr(),
-        rlimits,
-        rlimit_count,
-        fds: [
-            devnull.as_raw_fd(),
-            out_w.as_raw_fd(),
-            err_w.as_raw_fd(),
-            status_w.as_raw_fd(),
-            control_reaper.as_raw_fd(),
-            confine.and_then(|c| c.landlock).map_or(-1, |fd| fd.as_raw_fd()),
-            confine
-                .and_then(|c| c.cgroup_procs)
-                .map_or(-1, |fd| fd.as_raw_fd()),
-        ],
-        shell_stack: stacks.shell_top(),
-        setup: confine.map_or_else(Setup::none, |c| c.setup),
-        scrub: *host_strings(),
-    };
-    let namespaces = confine.map_or(0, |c| c.namespaces);
-    let pid = start_reaper(&prepared, &stacks, namespaces)?;
-    // The reaper runs on its own copy of all of this: free ours now.
-    drop((stacks, prepared, argv, envp, argv_owned, env_owned, shell, cwd));
+    let fds = [
+        devnull.as_raw_fd(),
+        out_w.as_raw_fd(),
+        err_w.as_raw_fd(),
+        status_w.as_raw_fd(),
+        control_reaper.as_raw_fd(),
+        confine.and_then(|c| c.landlock).map_or(-1, |fd| fd.as_raw_fd()),
+        confine
+            .and_then(|c| c.cgroup_procs)
+            .map_or(-1, |fd| fd.as_raw_fd()),
+    ];
+    let pid = launch::start(fds, &wire.encode())?;
     drop((devnull, out_w, err_w, status_w, control_reaper));
     set_nonblocking(&out_r)?;
     set_nonblocking(&err_r)?;
@@ -137,65 +118,6 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
         stderr: err_r,
         cleanup: None,
     })
-}
-
-/// Where the host's original argv and environment strings lie (read once
-/// from `/proc/self/stat`; empty ranges if it cannot be read).
-fn host_strings() -> &'static [(usize, usize); 2] {
-    static RANGES: std::sync::OnceLock<[(usize, usize); 2]> = std::sync::OnceLock::new();
-    RANGES.get_or_init(|| {
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        // Fields after the command name's closing parenthesis start at 3.
-        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let field = |n: usize| -> usize {
-            rest.split_whitespace()
-                .nth(n - 3)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        let range = |a: usize, b: usize| {
-            if a > 0 && b > a && b - a < (1 << 24) {
-                (a, b)
-            } else {
-                (0, 0)
-            }
-        };
-        [range(field(48), field(49)), range(field(50), field(51))]
-    })
-}
-
-/// Forks the reaper onto its own stack (in its own copy of memory, and in
-/// new namespaces when asked), with every signal blocked until it has
-/// replaced the host's handlers.
-fn start_reaper(prepared: &Prepared, stacks: &Stacks, namespaces: libc::c_int) -> io::Result<libc::pid_t> {
-    // SAFETY: plain signal-mask calls on this thread with local sets.
-    let old = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        old
-    };
-    // SAFETY: without CLONE_VM the child gets a copy of this process's
-    // memory, so nothing it does reaches the host's heap, locks or
-    // thread-locals; it starts on `stacks` (its copy) at `reaper::main`,
-    // which only makes async-signal-safe raw system calls on its copy of
-    // `prepared` (whose pointers point into memory copied with it) and
-    // never returns. The flags add only namespaces and SIGCHLD.
-    let pid = unsafe {
-        raw::clone_on(
-            (namespaces | libc::SIGCHLD) as usize,
-            stacks.reaper_top(),
-            reaper::main,
-            (prepared as *const Prepared).cast_mut().cast(),
-        )
-    };
-    // SAFETY: restoring the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-    if pid < 0 {
-        return Err(io::Error::from_raw_os_error(-pid as i32));
-    }
-    Ok(pid as libc::pid_t)
 }
 
 fn cstring(bytes: &[u8], what: &str) -> io::Result<CString> {

@@ -20,8 +20,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::process::reaper::{Hidden, Setup, WriteFile, MAX_HIDDEN};
+use crate::process::reaper::{MAX_HIDDEN, MAX_READ_ONLY};
 use crate::process::spawn::Confine;
+use crate::process::spec::SetupSpec;
 use cgroup::{PidsGroup, PidsRoot};
 pub use config::Mode;
 
@@ -48,6 +49,10 @@ pub struct Layers {
     pub no_new_privs: bool,
     /// The pids cgroup.
     pub cgroup: bool,
+    /// Every capability dropped before the shell starts.
+    pub caps: bool,
+    /// A minimal `/dev` (needs the mount namespace).
+    pub dev: bool,
 }
 
 /// One line of the mount report.
@@ -69,6 +74,9 @@ pub struct Sandbox {
     seccomp: Vec<libc::sock_filter>,
     writable: Vec<PathBuf>,
     hidden: Vec<(CString, bool)>,
+    /// Files bound read-only over themselves (the plan file when it sits
+    /// where commands may write).
+    read_only: Vec<CString>,
     id_maps: Option<[(CString, Vec<u8>); 3]>,
     pids: Option<(PidsRoot, u64)>,
     tmp_root: PathBuf,
@@ -97,6 +105,9 @@ pub struct Request<'a> {
     /// The host's state folder (the plan's `.toolhost`: HTTP token, every
     /// module's state), hidden from commands like `hidden_paths`.
     pub host_state_dir: Option<&'a Path>,
+    /// The plan file (its secrets, and a command must not rewrite it):
+    /// hidden like `hidden_paths`.
+    pub plan_file: Option<&'a Path>,
 }
 
 impl Sandbox {
@@ -124,7 +135,32 @@ impl Sandbox {
         }
         let mut hidden: Vec<(CString, bool)> = Vec::new();
         let listed = req.hidden_paths.iter().map(|p| Path::new(p.as_str()));
-        for p in listed.chain(req.host_state_dir) {
+        let mut read_only: Vec<CString> = Vec::new();
+        // The plan file: read-only where a command could otherwise rewrite
+        // it (under the working folder or a writable path), so that no
+        // command loosens the next mount's rules; hidden elsewhere (seeing
+        // it empty keeps any secret in it from commands). Under the working
+        // folder it stays readable: the file tools can read it there
+        // anyway, and a `/dev/null` in its place would break `git add -A`.
+        let plan = req.plan_file.map(resolve);
+        let plan_in_reach = plan.as_ref().filter(|p| {
+            std::iter::once(&resolve(req.working_dir))
+                .chain(&writable)
+                .any(|w| p.starts_with(w))
+        });
+        if let Some(p) = plan_in_reach {
+            read_only.push(
+                CString::new(p.as_os_str().as_bytes())
+                    .map_err(|_| format!("bash: the plan's path {} contains a NUL byte", p.display()))?,
+            );
+        }
+        let plan_hidden = plan.clone().filter(|_| plan_in_reach.is_none());
+        for p in listed
+            .map(Path::to_path_buf)
+            .chain(req.host_state_dir.map(Path::to_path_buf))
+            .chain(plan_hidden)
+        {
+            let p = p.as_path();
             let path = resolve(p);
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue; // nothing there to hide
@@ -144,6 +180,7 @@ impl Sandbox {
             seccomp: Vec::new(),
             writable,
             hidden,
+            read_only,
             id_maps: None,
             pids: None,
             tmp_root: req.tmp_root.clone(),
@@ -173,6 +210,8 @@ impl Sandbox {
             seccomp: true,
             no_new_privs: true,
             cgroup: false,
+            caps: true,
+            dev: true,
         };
         let mut why: Vec<(&'static str, String)> = Vec::new();
         if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
@@ -235,7 +274,14 @@ impl Sandbox {
         }
         let layers = probe::settle(&mut sandbox, want, req, &mut why);
         sandbox.layers = layers;
-        sandbox.report = probe::report(req, &layers, &why, &sandbox.writable, &sandbox.hidden);
+        sandbox.report = probe::report(
+            req,
+            &layers,
+            &why,
+            &sandbox.writable,
+            &sandbox.hidden,
+            &sandbox.read_only,
+        );
         Ok(sandbox)
     }
 
@@ -266,15 +312,16 @@ impl Sandbox {
 
     fn install_seccomp(&mut self, layers: &Layers) -> Result<(), String> {
         self.seccomp = if layers.seccomp {
-            seccomp::program(layers.seccomp_net)
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .map(|f| libc::sock_filter {
+            let compiled = seccomp::program(layers.seccomp_net).map_err(|e| e.to_string())?;
+            seccomp::PREFIX
+                .iter()
+                .copied()
+                .chain(compiled.into_iter().map(|f| libc::sock_filter {
                     code: f.code,
                     jt: f.jt,
                     jf: f.jf,
                     k: f.k,
-                })
+                }))
                 .collect()
         } else {
             Vec::new()
@@ -323,23 +370,18 @@ impl Sandbox {
         Ok(call)
     }
 
-    /// The spawn's view of `call`: pointers into `self` and `call`.
+    /// The spawn's view of `call`: the steps, and fds borrowed from `call`.
     pub fn confine<'a>(&'a self, call: &'a CallBox) -> Option<Confine<'a>> {
         if self.mode == Mode::Off {
             return None;
         }
         let l = &call.layers;
-        let mut setup = Setup::none();
+        let mut setup = SetupSpec::default();
         let mut namespaces = 0;
         if l.user_ns {
             namespaces |= libc::CLONE_NEWUSER;
             if let Some(maps) = &self.id_maps {
-                let w = |(path, data): &(CString, Vec<u8>)| WriteFile {
-                    path: path.as_ptr(),
-                    data: data.as_ptr(),
-                    len: data.len(),
-                };
-                setup.id_maps = Some([w(&maps[0]), w(&maps[1]), w(&maps[2])]);
+                setup.id_maps = maps.to_vec();
             }
         }
         if l.pid_ns {
@@ -350,23 +392,19 @@ impl Sandbox {
             namespaces |= libc::CLONE_NEWNS;
             setup.mount_private = true;
             setup.mount_proc = l.proc && l.pid_ns;
-            for (slot, (path, dir)) in setup.hidden.iter_mut().zip(&self.hidden) {
-                *slot = Hidden {
-                    path: path.as_ptr(),
-                    dir: *dir,
-                };
-            }
-            setup.hidden_count = self.hidden.len().min(MAX_HIDDEN);
+            setup.hidden = self.hidden.iter().take(MAX_HIDDEN).cloned().collect();
+            setup.read_only = self.read_only.iter().take(MAX_READ_ONLY).cloned().collect();
+            setup.minimal_dev = l.dev;
         }
         if l.net_ns {
             namespaces |= libc::CLONE_NEWNET;
         }
         setup.no_new_privs = l.no_new_privs;
+        setup.drop_caps = l.caps;
         setup.landlock = call.landlock.is_some();
         setup.cgroup = call.cgroup.as_ref().and_then(|g| g.procs()).is_some();
-        if l.seccomp && !self.seccomp.is_empty() {
-            setup.seccomp = self.seccomp.as_ptr();
-            setup.seccomp_len = self.seccomp.len().min(u16::MAX as usize) as u16;
+        if l.seccomp {
+            setup.seccomp = self.seccomp.clone();
         }
         Some(Confine {
             namespaces,

@@ -74,7 +74,13 @@ pub(super) fn settle(
             why.push(("seccomp", e));
             continue;
         }
-        match run(sandbox, &layers, req) {
+        let outcome = match run(sandbox, &layers, req) {
+            Probe::Ran(Exit::SandboxFailed(Step::Clone)) => Probe::CloneFailed(std::io::Error::other(
+                "the kernel refused to start the reaper in these namespaces",
+            )),
+            other => other,
+        };
+        match outcome {
             Probe::Ran(Exit::Code(0)) => return layers,
             Probe::Ran(Exit::SandboxFailed(step)) => {
                 let errno = "the kernel refused it";
@@ -120,6 +126,19 @@ pub(super) fn settle(
                     Step::Seccomp => {
                         why.push(("seccomp", "installing the seccomp filter failed".into()));
                         layers.seccomp = false;
+                    }
+                    Step::Dev => {
+                        why.push(("dev", "replacing /dev with a minimal one failed".into()));
+                        layers.dev = false;
+                    }
+                    Step::Caps => {
+                        why.push(("caps", "dropping the capabilities failed".into()));
+                        layers.caps = false;
+                    }
+                    Step::Clone => {
+                        // Mapped to CloneFailed above; kept total.
+                        why.push(("pid_ns", "cannot start the reaper in its namespaces".into()));
+                        drop_namespaces(&mut layers);
                     }
                 }
             }
@@ -216,6 +235,7 @@ fn drop_namespaces(l: &mut Layers) {
     l.mount_ns = false;
     l.proc = false;
     l.net_ns = false;
+    l.dev = false;
 }
 
 fn reason(why: &[(&'static str, String)], names: &[&str]) -> String {
@@ -252,6 +272,7 @@ pub(super) fn report(
     why: &[(&'static str, String)],
     writable: &[PathBuf],
     hidden: &[(std::ffi::CString, bool)],
+    read_only: &[std::ffi::CString],
 ) -> Vec<ReportItem> {
     let mut out = Vec::new();
     if let Some((_, w)) = why.iter().find(|(n, _)| *n == "sandbox") {
@@ -308,6 +329,12 @@ pub(super) fn report(
             } else {
                 format!("seen empty: {}", names.join(", "))
             };
+            for p in read_only {
+                detail.push_str(&format!(
+                    "; read-only: {}",
+                    Path::new(std::ffi::OsStr::from_bytes(p.as_bytes())).display()
+                ));
+            }
             for (_, w) in why.iter().filter(|(n, _)| *n == "hidden") {
                 detail.push_str("; ");
                 detail.push_str(w);
@@ -358,11 +385,28 @@ pub(super) fn report(
     out.push(item(
         "syscall filter (seccomp)",
         l.seccomp,
-        "ptrace, process_vm_*, pidfd_getfd, mount and the new mount API, unshare, setns, bpf, keyctl, perf_event_open, \
-         userfaultfd, modules, kexec, swap, reboot are refused (EPERM)"
+        "ptrace, process_vm_*, pidfd_getfd, mount and the new mount API, unshare, setns, clone with CLONE_NEW* \
+         flags, bpf, keyctl, perf_event_open, userfaultfd, io_uring, modules, kexec, swap, reboot and every x32-ABI \
+         call are refused (EPERM); clone3 fails with ENOSYS so libc falls back to clone"
             .into(),
         why,
         &["seccomp", "no_new_privs"],
+    ));
+    out.push(item(
+        "devices (minimal /dev)",
+        l.dev && l.mount_ns,
+        "only null, zero, full, random, urandom, tty, a private devpts and an empty shm: no disk or host terminal"
+            .into(),
+        why,
+        &["dev", "mount_ns", "user_ns"],
+    ));
+    out.push(item(
+        "capabilities dropped",
+        l.caps,
+        "bounding, ambient, effective, permitted and inheritable sets emptied: uid 0 holds no capability"
+            .into(),
+        why,
+        &["caps"],
     ));
     match req.processes {
         Some(max) => out.push(item(

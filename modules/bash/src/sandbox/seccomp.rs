@@ -1,6 +1,15 @@
 //! The system-call wall: a seccomp BPF program compiled once at mount (by
 //! `seccompiler`), installed by the shell's child with one `seccomp` call
 //! after `no_new_privs`. Refused calls fail with EPERM.
+//!
+//! seccompiler checks the architecture (another one kills the process) and
+//! matches arguments, but cannot match on the syscall number's x32 bit nor
+//! give one call a different errno; [`PREFIX`] does both in five
+//! instructions run before seccompiler's program: any number with
+//! `__X32_SYSCALL_BIT` set is refused (x32 calls are a second table the
+//! rules below would not see), and `clone3` fails with ENOSYS — its flags
+//! sit in memory where no filter can read them, and ENOSYS makes glibc fall
+//! back to `clone`, whose flags the rules do check (as Chrome and Docker do).
 
 use std::collections::BTreeMap;
 
@@ -45,10 +54,60 @@ const REFUSED: &[libc::c_long] = &[
     libc::SYS_swapoff,
     libc::SYS_reboot,
     libc::SYS_acct,
+    // io_uring performs I/O outside the syscall filter's view.
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_iopl,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_ioperm,
+];
+
+/// `clone` flags that make new namespaces: refused (a namespace of the
+/// command's own could undo the sandbox's, e.g. a user namespace with
+/// every capability in it).
+const CLONE_NAMESPACES: [libc::c_int; 7] = [
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWCGROUP,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+];
+
+/// The syscall-number bit of the x32 ABI (x86_64's `__X32_SYSCALL_BIT`).
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+/// `SECCOMP_RET_ERRNO | errno`.
+const fn ret_errno(errno: libc::c_int) -> u32 {
+    libc::SECCOMP_RET_ERRNO | (errno as u32 & libc::SECCOMP_RET_DATA)
+}
+
+const fn insn(code: u32, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    }
+}
+
+/// Run before seccompiler's program (see the module docs): load the
+/// number; x32 bit set → EPERM; `clone3` → ENOSYS; else go on.
+pub const PREFIX: [libc::sock_filter; 5] = [
+    // A = seccomp_data.nr (offset 0)
+    insn(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+    insn(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K, 0, 1, X32_SYSCALL_BIT),
+    insn(libc::BPF_RET | libc::BPF_K, 0, 0, ret_errno(libc::EPERM)),
+    insn(
+        libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+        0,
+        1,
+        libc::SYS_clone3 as u32,
+    ),
+    insn(libc::BPF_RET | libc::BPF_K, 0, 0, ret_errno(libc::ENOSYS)),
 ];
 
 /// Socket families refused when the network is off but no network
@@ -86,6 +145,18 @@ pub fn program(refuse_network: bool) -> Result<BpfProgram, SeccompError> {
             .collect::<Result<Vec<_>, _>>()?;
         rules.insert(libc::SYS_socket, per_family);
     }
+    let per_flag = CLONE_NAMESPACES
+        .iter()
+        .map(|flag| {
+            SeccompRule::new(vec![SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(*flag as u64),
+                *flag as u64,
+            )?])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_clone, per_flag);
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

@@ -23,10 +23,11 @@ pub struct BashInput {
     /// stdin from /dev/null and a minimal environment.
     pub command: String,
     /// Seconds before the command and every process it started are killed
-    /// (default from the plan, 30; capped by max_timeout_secs, 600).
+    /// (default from the plan, 30; capped by max_timeout_secs, 600); a
+    /// fraction such as 2.5 is allowed.
     #[serde(default)]
     #[schemars(range(min = 1))]
-    pub timeout: Option<u64>,
+    pub timeout: Option<f64>,
     /// Start the command in the background and return a job id at once;
     /// read its output with bash_output and end it with bash_kill.
     #[serde(default)]
@@ -77,8 +78,9 @@ impl Tool for Bash {
         m.policy
             .check(&input.command)
             .map_err(|d| ToolError::denied(d.0))?;
-        let asked = input.timeout.unwrap_or(m.config.timeout_secs).max(1);
-        let timeout_secs = asked.min(m.config.max_timeout_secs);
+        let asked = input.timeout.unwrap_or(m.config.timeout_secs as f64).max(1.0);
+        let timeout_secs = asked.min(m.config.max_timeout_secs as f64);
+        let timeout = Duration::from_secs_f64(timeout_secs);
         if let Some(description) = &input.description {
             ctx.log(Level::Debug, format!("bash: {description}"));
         }
@@ -86,7 +88,7 @@ impl Tool for Bash {
         let spawned = m.spawn(&input.command, ctx.working_dir())?;
 
         if input.run_in_background.unwrap_or(false) {
-            let captures = m.captures(ctx.tool_call_id(), false);
+            let captures = m.captures();
             let pid = spawned.tree.reaper_pid();
             let job = m
                 .jobs
@@ -95,7 +97,7 @@ impl Tool for Bash {
                     &input.command,
                     spawned,
                     captures,
-                    input.timeout.map(|_| Duration::from_secs(timeout_secs)),
+                    input.timeout.map(|_| timeout),
                     m.limits(),
                     slot,
                 )
@@ -104,7 +106,7 @@ impl Tool for Bash {
                 "id": job.id,
                 "status": "running",
                 "pid": pid,
-                "timeout_secs": input.timeout.map(|_| timeout_secs),
+                "timeout_secs": input.timeout.map(|_| result::seconds(timeout_secs)),
                 "message": format!(
                     "started in the background as {}; read its output with bash_output {{\"id\": \"{}\"}} and \
                      end it with bash_kill. It is ended when the host shuts down.",
@@ -113,8 +115,8 @@ impl Tool for Bash {
             }));
         }
 
-        let (mut stdout, mut stderr) = m.captures(ctx.tool_call_id(), true);
-        let deadline = Instant::now() + Duration::from_secs(timeout_secs);
+        let (mut stdout, mut stderr) = m.captures();
+        let deadline = Instant::now() + timeout;
         let heartbeat = Heartbeat::new();
         let mut sink = |stream: Stream, bytes: &[u8]| {
             heartbeat.output(bytes.len());

@@ -19,6 +19,11 @@ use crate::tools::result;
 pub struct OutputInput {
     /// The job id `bash` returned (`job-1`).
     pub id: String,
+    /// A regular expression: only output lines matching it are returned.
+    /// Lines that do not match are consumed all the same (not returned by a
+    /// later read).
+    #[serde(default)]
+    pub filter: Option<String>,
 }
 
 /// Reads a background job's new output.
@@ -89,7 +94,8 @@ impl Tool for BashOutput {
         ToolSpec::new(
             "bash_output",
             "Returns what a background job (bash with run_in_background) printed since the last read, and \
-             whether it is still running; once it has ended, its exit code too (and the job is forgotten).",
+             whether it is still running; once it has ended, its exit code too (and the job is forgotten). \
+             With `filter` (a regular expression) only matching lines are returned; the others are consumed.",
         )
         .effect(Effect::ReadOnly)
         .annotations(not_idempotent())
@@ -97,17 +103,57 @@ impl Tool for BashOutput {
     }
 
     fn execute(&self, input: OutputInput, ctx: &Context<'_>) -> Result<Value, ToolError> {
+        // Checked before anything is read, so a bad pattern loses nothing.
+        let filter = input
+            .filter
+            .as_deref()
+            .map(|p| {
+                regex::RegexBuilder::new(p)
+                    .size_limit(1 << 20)
+                    .build()
+                    .map_err(|e| {
+                        ToolError::invalid_input(format!(
+                        "`filter` is not a valid regular expression (Rust regex syntax; no look-around or \
+                         back-references): {e}"
+                    ))
+                    })
+            })
+            .transpose()?;
         let job = self
             .module
             .jobs
             .get(ctx.session_id(), &input.id)
             .ok_or_else(|| unknown_job(&self.module, ctx.session_id(), &input.id))?;
-        let (out, finished) = drain(&job, self.module.config.max_output_bytes);
+        let (mut out, finished) = drain(&job, self.module.config.max_output_bytes);
+        if let Some(filter) = &filter {
+            apply_filter(&mut out, filter);
+        }
         if finished {
             self.module.jobs.remove(&job.id);
         }
         Ok(Value::Object(out))
     }
+}
+
+/// Keeps only the lines of `stdout` and `stderr` that match `filter`, and
+/// says how many were dropped.
+fn apply_filter(out: &mut Map<String, Value>, filter: &regex::Regex) {
+    let mut dropped = 0usize;
+    for key in ["stdout", "stderr"] {
+        if let Some(Value::String(text)) = out.get_mut(key) {
+            let mut kept = String::with_capacity(text.len());
+            for line in text.split_inclusive('\n') {
+                if filter.is_match(line.trim_end_matches('\n')) {
+                    kept.push_str(line);
+                } else {
+                    dropped += 1;
+                }
+            }
+            *text = kept;
+        }
+    }
+    out.insert("filter".into(), json!(filter.as_str()));
+    out.insert("filtered_out_lines".into(), json!(dropped));
 }
 
 /// Read-only, but not idempotent: each call consumes the output it returns,

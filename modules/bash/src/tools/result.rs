@@ -33,7 +33,6 @@ pub fn finished(stdout: &Capture, stderr: &Capture, outcome: &Outcome, budget: u
     report::streams(&mut out, stdout.buffer(), stderr.buffer(), budget);
     exit_fields(&mut out, outcome.exit);
     out.insert("duration_ms".into(), json!(outcome.duration.as_millis() as u64));
-    report::spills(&mut out, stdout, stderr);
     if outcome.ended_leftovers {
         out.insert(
             "note".into(),
@@ -51,7 +50,7 @@ pub fn finished(stdout: &Capture, stderr: &Capture, outcome: &Outcome, budget: u
 pub fn conclude(
     out: Map<String, Value>,
     outcome: &Outcome,
-    timeout_secs: u64,
+    timeout_secs: f64,
     grace_ms: u64,
     host_deadline: bool,
 ) -> Result<Value, ToolError> {
@@ -113,5 +112,15 @@ pub fn conclude(
         )
         .retryable(true)
         .with_output(output)),
+    }
+}
+
+/// Seconds as JSON: a whole number stays an integer (`30`, as before
+/// fractions were accepted), a fraction stays one (`2.5`).
+pub fn seconds(secs: f64) -> Value {
+    if secs.fract() == 0.0 && secs >= 0.0 && secs <= u64::MAX as f64 {
+        json!(secs as u64)
+    } else {
+        json!(secs)
     }
 }
