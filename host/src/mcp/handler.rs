@@ -108,9 +108,17 @@ impl ServerHandler for ToolhostServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        // With grants in the plan, a principal sees only what it may call.
+        let principal = http_principal(&context);
+        let tools = self
+            .tools
+            .iter()
+            .filter(|t| self.pipeline.visible(principal, &t.name))
+            .cloned()
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -132,6 +140,8 @@ impl ServerHandler for ToolhostServer {
             progress: reporter.as_ref().map(progress::Reporter::sink),
             approver: elicit::approver(&context.peer, cancel.clone()),
             session_id,
+            principal: http_principal(&context).map(str::to_string),
+            context: crate::governance::request::from_meta(&context.meta),
             ..Call::default()
         };
         // Boxed: the pipeline's future is large, and rmcp moves the handler's
@@ -160,6 +170,16 @@ impl ServerHandler for ToolhostServer {
         }
         Ok(convert::call_result(result).into())
     }
+}
+
+/// The principal the router identified an HTTP request as (none on stdio,
+/// where calls run for `[host] principal`).
+fn http_principal(context: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    parts
+        .extensions
+        .get::<super::auth::Principal>()
+        .map(|p| p.0.as_str())
 }
 
 /// The MCP session id of an HTTP request (none on stdio).

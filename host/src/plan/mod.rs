@@ -41,6 +41,8 @@ pub struct Plan {
     pub policy: PolicySection,
     /// Hooks, in plan order.
     pub hooks: Vec<HookEntry>,
+    /// Principals, grants and the host principal (issue #16).
+    pub governance: crate::governance::Governance,
 }
 
 /// One `[[tools]]` entry, ready to load.
@@ -320,6 +322,14 @@ impl Plan {
             return Err(invalid("host.max_output_bytes must be at least 1024".into()));
         }
 
+        let governance = crate::governance::Governance::from_plan(
+            raw.principals,
+            &raw.grants,
+            host.principal.as_deref(),
+            &raw.policy,
+            &host.redact,
+        )
+        .map_err(invalid)?;
         Ok(Plan {
             file: file.to_path_buf(),
             host,
@@ -328,6 +338,7 @@ impl Plan {
             tools,
             policy: raw.policy,
             hooks: raw.hooks,
+            governance,
         })
     }
 

@@ -17,6 +17,12 @@ pub(super) struct PlanFile {
     pub policy: PolicySection,
     #[serde(default)]
     pub hooks: Vec<HookEntry>,
+    /// `[[principals]]` (issue #16).
+    #[serde(default)]
+    pub principals: Vec<crate::governance::principals::PrincipalEntry>,
+    /// `[[grants]]` (issue #16).
+    #[serde(default)]
+    pub grants: Vec<crate::governance::grants::GrantEntry>,
 }
 
 /// `[host]`: settings of the host itself.
@@ -50,6 +56,11 @@ pub struct HostSection {
     /// Isolation for `[[tools]]` entries that do not set their own
     /// (unset: `module` entries in-process, `path` entries in a process).
     pub default_isolation: Option<Isolation>,
+    /// Who stdio and CLI calls run for (default `local`; issue #16).
+    pub principal: Option<String>,
+    /// `[host.redact]`: the output guardrail (issue #16).
+    #[serde(default)]
+    pub redact: crate::governance::redact::RedactSection,
 }
 
 impl Default for HostSection {
@@ -65,6 +76,8 @@ impl Default for HostSection {
             audit_inputs: false,
             batch_concurrency: default_batch_concurrency(),
             default_isolation: None,
+            principal: None,
+            redact: Default::default(),
         }
     }
 }
@@ -216,6 +229,8 @@ pub struct PolicySection {
     /// Rules by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
+    /// The policy's version, recorded with every decision (issue #16).
+    pub version: Option<String>,
 }
 
 /// `[policy.tools.NAME]`.
@@ -234,4 +249,6 @@ pub struct ToolRule {
     /// Overrides the tool's declared effect (for MCP tools, whose effect
     /// otherwise comes from their annotations).
     pub effect: Option<Effect>,
+    /// Semver requirement the tool's version must meet (issue #16).
+    pub version: Option<String>,
 }
