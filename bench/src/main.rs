@@ -14,6 +14,7 @@ mod isolation;
 mod mcp;
 mod mcp_http;
 mod pipeline;
+mod redact;
 mod report;
 mod soak;
 mod web;
@@ -66,6 +67,7 @@ fn main() -> anyhow::Result<()> {
         ("mcp", mcp::run),
         ("isolation", isolation::run),
         ("soak", soak::run),
+        ("redact", redact::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

@@ -243,6 +243,10 @@ fn rotation_while_calls_run_loses_no_record() {
         w.join().expect("worker");
     }
     assert!(rotated.len() >= 3, "rotated only {} times", rotated.len());
+    assert!(
+        !records(&std::fs::read_to_string(&log).unwrap_or_default()).is_empty(),
+        "no record reached the file created after the last rotation"
+    );
     let mut files = rotated.clone();
     files.push(log.clone());
     let total: usize = files
