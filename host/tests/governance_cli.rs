@@ -123,6 +123,19 @@ fn as_and_run_id_select_grants_and_count_per_run() {
     assert_eq!(ok["grant"], "grants[0]");
     assert_eq!(ok["policy_version"], "v7");
     assert_eq!(ok["context"], json!({"run_id": "run-9", "agent": "planner"}));
+    // The tool is handed the principal and the context in its call.
+    env.set_plan(&governed_plan(
+        "2999-12-31",
+        &extra.replace("tools = [\"echo\"]", "tools = [\"whoami\"]"),
+    ));
+    let out = env.run(&[
+        "call", "whoami", "--as", "ci", "--run-id", "run-3", "--tenant", "acme",
+    ]);
+    let called = common::Called::from_output(out);
+    assert_eq!(
+        called.assert_success(),
+        &json!({"principal": "ci", "context": {"run_id": "run-3", "tenant": "acme"}})
+    );
     // --as names a principal the plan knows.
     let out = env.run(&["call", "echo", r#"{"message":"x"}"#, "--as", "mallory"]);
     assert_eq!(out.status.code(), Some(2));
