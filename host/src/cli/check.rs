@@ -73,6 +73,10 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
         }
     }
     let governance = &host.plan.governance;
+    let (_, warnings) = crate::governance::principals::Directory::resolve(&governance.principals);
+    for warning in warnings {
+        print_stdout(&format!("warn  {warning}"));
+    }
     if !governance.grants.is_empty() {
         print_stdout(&format!(
             "grants: {} (calls need a grant; [host] principal is '{}')",

@@ -272,4 +272,25 @@ mod tests {
         assert_eq!(counts.len(), 2);
         assert!(r.redact_str("nothing here", &mut counts).is_none());
     }
+
+    #[test]
+    fn text_content_blocks_and_error_messages_are_redacted() {
+        let token = format!("glpat-{}", "abcdefghij0123456789");
+        let r = Redactor::new(&RedactSection::default(), Vec::new())
+            .expect("builds")
+            .expect("on");
+        let mut ok = ToolResult::success("c", json!({"text": "clean"})).with_content(vec![
+            ContentBlock::text(format!("see {token}")),
+            ContentBlock::image("image/png", "aGk="),
+        ]);
+        r.redact_result(&mut ok);
+        assert_eq!(ok.content[0], ContentBlock::text("see [REDACTED:gitlab_token]"));
+        assert_eq!(ok.content[1], ContentBlock::image("image/png", "aGk="));
+        assert_eq!(ok.metadata.extra["redactions"], json!({"gitlab_token": 1}));
+        let mut failed = ToolResult::failure("c", toolhost_core::Status::Error, "x", format!("bad {token}"))
+            .with_details(json!({"token": token}));
+        r.redact_result(&mut failed);
+        assert_eq!(failed.message(), "bad [REDACTED:gitlab_token]");
+        assert_eq!(failed.metadata.extra["redactions"], json!({"gitlab_token": 2}));
+    }
 }
