@@ -48,6 +48,9 @@ pub struct Report {
     pub continues_from: Option<u64>,
     /// The first broken link: `file:line: what`.
     pub broken: Option<String>,
+    /// SHA-256 of the last unchained record: a log an older toolhost began
+    /// is continued with seq 0 linking to it.
+    last_unchained: Option<String>,
 }
 
 /// Verifies `files` in order as one chain.
@@ -91,14 +94,17 @@ pub fn verify_text(name: &str, text: &[u8], report: &mut Report) {
                 return;
             }
             report.unchained += 1;
+            report.last_unchained = Some(sha256_hex(line));
             continue;
         };
         let sha = sha256_hex(line);
         match &report.head {
             None => {
-                if seq == 0 && prev != GENESIS {
+                let after_unchained = report.last_unchained.as_deref() == Some(prev);
+                if seq == 0 && prev != GENESIS && !after_unchained {
                     report.broken = Some(format!(
-                        "{at}: the first record (seq 0) must link to the genesis hash; it links to {prev}"
+                        "{at}: the first record (seq 0) must link to the genesis hash or to the unchained \
+                         record before it; it links to {prev}"
                     ));
                     return;
                 }
@@ -186,6 +192,22 @@ mod tests {
         swapped.swap(1, 2);
         let broken = check(&swapped).broken.expect("reorder found");
         assert!(broken.starts_with("log:2: seq jumps"), "{broken}");
+    }
+
+    #[test]
+    fn a_chain_may_start_after_records_an_older_host_wrote() {
+        let old = r#"{"call_id":"old","tool":"echo"}"#.to_string();
+        let first = format!(
+            r#"{{"seq":0,"prev_sha256":"{}","tool":"new"}}"#,
+            sha256_hex(old.as_bytes())
+        );
+        let report = check(&[old.clone(), first]);
+        assert_eq!((report.unchained, report.records, report.broken), (1, 1, None));
+        let forged = format!(
+            r#"{{"seq":0,"prev_sha256":"{}","tool":"new"}}"#,
+            sha256_hex(b"other")
+        );
+        assert!(check(&[old, forged]).broken.is_some());
     }
 
     #[test]
