@@ -15,6 +15,7 @@ mod isolation;
 mod mcp;
 mod mcp_http;
 mod pipeline;
+mod redact;
 mod report;
 mod soak;
 mod state;
@@ -70,6 +71,7 @@ fn main() -> anyhow::Result<()> {
         ("soak", soak::run),
         ("alias", alias::run),
         ("state", state::run),
+        ("redact", redact::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

@@ -42,8 +42,8 @@ pub use sdk::tool::Tool;
 pub use serde;
 pub use serde_json;
 pub use wire::{
-    AccessMode, Annotations, CallRequest, ContentBlock, Effect, ErrorInfo, Manifest, Metadata, Status,
-    ToolResult, ToolSpec,
+    AccessMode, Annotations, CallRequest, ContentBlock, Deprecation, Effect, ErrorInfo, Manifest, Metadata,
+    RequestContext, Status, ToolResult, ToolSpec,
 };
 
 /// This SDK's crate version (ordinary semver; not the ABI version).

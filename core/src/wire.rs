@@ -157,6 +157,51 @@ pub struct ToolSpec {
     /// The tool's version (defaults to its module's).
     #[serde(default)]
     pub version: String,
+    /// Scopes a principal's grant must cover to call the tool (issue #16).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_scopes: Vec<String>,
+    /// Set when the tool is on its way out (issue #16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<Deprecation>,
+}
+
+/// A deprecated tool's schedule: the host warns from `since`, names
+/// `replacement`, and refuses calls after `sunset`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Deprecation {
+    /// The version (or date) from which the tool is deprecated.
+    pub since: String,
+    /// The tool to use instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
+    /// The day (`YYYY-MM-DD`) or instant (RFC 3339) after which calls are
+    /// refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sunset: Option<String>,
+}
+
+impl Deprecation {
+    /// Deprecated since `since`, with no replacement or sunset yet.
+    pub fn new(since: impl Into<String>) -> Self {
+        Deprecation {
+            since: since.into(),
+            replacement: None,
+            sunset: None,
+        }
+    }
+
+    /// Names the tool to use instead.
+    pub fn replacement(mut self, tool: impl Into<String>) -> Self {
+        self.replacement = Some(tool.into());
+        self
+    }
+
+    /// Sets the day or instant after which calls are refused.
+    pub fn sunset(mut self, when: impl Into<String>) -> Self {
+        self.sunset = Some(when.into());
+        self
+    }
 }
 
 impl ToolSpec {
@@ -175,6 +220,8 @@ impl ToolSpec {
             execution: Execution::default(),
             aliases: Vec::new(),
             version: String::new(),
+            required_scopes: Vec::new(),
+            deprecated: None,
         }
     }
 
@@ -235,6 +282,18 @@ impl ToolSpec {
         self.version = version.into();
         self
     }
+
+    /// Adds a scope a caller's grant must cover.
+    pub fn required_scope(mut self, scope: impl Into<String>) -> Self {
+        self.required_scopes.push(scope.into());
+        self
+    }
+
+    /// Marks the tool deprecated.
+    pub fn deprecated(mut self, deprecation: Deprecation) -> Self {
+        self.deprecated = Some(deprecation);
+        self
+    }
 }
 
 /// One call, host to tool.
@@ -256,6 +315,47 @@ pub struct CallRequest {
     /// or batch): modules keep per-session state under it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Who the call runs for (a `[[principals]]` name, or the host's
+    /// `[host] principal`; issue #16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The caller's run, thread, tenant, agent and correlation ids, when
+    /// given (issue #16).
+    #[serde(default, skip_serializing_if = "RequestContext::is_empty")]
+    pub context: RequestContext,
+}
+
+/// The ids a caller attaches to a request (MCP `_meta`, CLI flags), so a
+/// tool, the audit log and per-run limits can tell runs apart.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RequestContext {
+    /// One agent run (per-run grant limits count by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The conversation thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// The tenant the run works for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// The agent making the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Ties the call to the caller's own logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+}
+
+impl RequestContext {
+    /// Whether no id is set.
+    pub fn is_empty(&self) -> bool {
+        self.run_id.is_none()
+            && self.thread_id.is_none()
+            && self.tenant.is_none()
+            && self.agent.is_none()
+            && self.correlation_id.is_none()
+    }
 }
 
 impl CallRequest {
@@ -274,6 +374,8 @@ impl CallRequest {
             deadline_ms: None,
             working_dir: working_dir.into(),
             session_id: None,
+            principal: None,
+            context: RequestContext::default(),
         }
     }
 }

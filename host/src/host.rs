@@ -59,6 +59,9 @@ pub struct Host {
     modules: Mutex<Vec<MountedModule>>,
     /// Told when a source's tool list changed (after the registry was updated).
     tools_changed: Arc<Mutex<Vec<ToolsObserver>>>,
+    /// The audit log (issue #16: opened at load, so a log that cannot be
+    /// written fails `check` and the mount).
+    pub audit: Option<Arc<crate::pipeline::audit::AuditLog>>,
 }
 
 /// Called after the registry took a source's new tool list.
@@ -86,9 +89,25 @@ impl Host {
             registry: Arc::new(RwLock::new(Registry::default())),
             modules: Mutex::new(Vec::new()),
             tools_changed: Arc::default(),
+            audit: None,
             plan,
         };
         let mut reports = Vec::new();
+        let mut host = host;
+        match crate::pipeline::audit::sink_for(&host.plan.host).and_then(|sink| {
+            sink.map(|s| crate::pipeline::audit::AuditLog::open(s, host.plan.host.audit_inputs))
+                .transpose()
+        }) {
+            Ok(log) => host.audit = log.map(Arc::new),
+            Err(e) => {
+                let mut report = ModuleReport::new("[host] audit_log".into());
+                report.error = Some(e.to_string());
+                reports.push(report);
+                if !keep_going {
+                    return (host, reports);
+                }
+            }
+        }
         for entry in &host.plan.tools {
             let mut report = ModuleReport::new(entry.label());
             match loader::mount(entry, &host.plan, &host.events) {
@@ -128,6 +147,13 @@ impl Host {
             let mut report = ModuleReport::new("[[alias_profiles]]".into());
             report.error = Some(e);
             reports.push(report);
+        }
+        for tool in host.tools() {
+            if let Some(problem) = crate::governance::deprecation::pin_problem(&host.plan, &tool) {
+                let mut report = ModuleReport::new("[policy]".into());
+                report.error = Some(problem);
+                reports.push(report);
+            }
         }
         (host, reports)
     }

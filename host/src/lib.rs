@@ -20,6 +20,7 @@ pub mod cancel;
 pub mod cli;
 pub mod context;
 pub mod events;
+pub mod governance;
 pub mod host;
 pub mod isolate;
 pub mod loader;

@@ -100,6 +100,10 @@ struct TypedCall<I> {
     working_dir: String,
     #[serde(default)]
     session_id: Option<String>,
+    #[serde(default)]
+    principal: Option<String>,
+    #[serde(default)]
+    context: crate::wire::RequestContext,
 }
 
 /// Parses, runs and packages one call. Never panics.
@@ -110,11 +114,12 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
         .ok()
         .flatten();
     // The input: typed already, or the raw value to parse with a precise error.
-    let (tool_call_id, working_dir, session_id, input) = match typed {
+    let (tool_call_id, working_dir, session_id, caller, input) = match typed {
         Some(call) => (
             call.tool_call_id,
             call.working_dir,
             call.session_id,
+            (call.principal, call.context),
             Ok(call.input),
         ),
         None => match serde_json::from_str::<CallRequest>(call_json) {
@@ -122,6 +127,7 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
                 call.tool_call_id,
                 call.working_dir,
                 call.session_id,
+                (call.principal, call.context),
                 Err(call.input),
             ),
             Err(e) => {
@@ -134,7 +140,9 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
             }
         },
     };
-    let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir)).with_session(session_id);
+    let ctx = Context::new(ffi, tool_call_id.clone(), PathBuf::from(working_dir))
+        .with_session(session_id)
+        .with_caller(caller.0, caller.1);
     let scope = CallScope::enter();
     let outcome = guard(|| {
         let parsed = match input {

@@ -52,6 +52,8 @@ pub struct Context<'a> {
     metadata: Mutex<Map<String, Value>>,
     content: Mutex<Vec<ContentBlock>>,
     session_id: Option<String>,
+    principal: Option<String>,
+    request: crate::wire::RequestContext,
 }
 
 impl<'a> Context<'a> {
@@ -63,7 +65,32 @@ impl<'a> Context<'a> {
             metadata: Mutex::new(Map::new()),
             content: Mutex::new(Vec::new()),
             session_id: None,
+            principal: None,
+            request: crate::wire::RequestContext::default(),
         }
+    }
+
+    pub(crate) fn with_caller(
+        mut self,
+        principal: Option<String>,
+        request: crate::wire::RequestContext,
+    ) -> Self {
+        self.principal = principal;
+        self.request = request;
+        self
+    }
+
+    /// Who the call runs for (a `[[principals]]` name, or the host's
+    /// `[host] principal`), when the host names one. Authenticated only as
+    /// far as the host's transport is (see the README's Governance section).
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
+    }
+
+    /// The caller's run, thread, tenant, agent and correlation ids (the
+    /// caller's claims, not authenticated).
+    pub fn request_context(&self) -> &crate::wire::RequestContext {
+        &self.request
     }
 
     pub(crate) fn with_session(mut self, session_id: Option<String>) -> Self {

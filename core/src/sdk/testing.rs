@@ -56,14 +56,7 @@ impl TestContext {
     /// Runs `tool` on `input` with this context, through the SDK's adapter.
     pub fn call<T: Tool>(&self, tool: &T, input: Value, working_dir: &Path) -> ToolResult {
         let name = tool.spec().name;
-        let request = CallRequest {
-            tool_call_id: "test".into(),
-            name: name.clone(),
-            input,
-            deadline_ms: None,
-            working_dir: working_dir.to_string_lossy().into_owned(),
-            session_id: None,
-        };
+        let request = CallRequest::new("test", name.clone(), input, working_dir.to_string_lossy());
         let json = serde_json::to_string(&request).unwrap_or_default();
         let ffi = FfiContext_TO::from_ptr(abi_stable::sabi_types::RRef::new(self), TD_Opaque);
         run_call(tool, &name, &json, ffi)

@@ -24,6 +24,8 @@ pub(super) struct BatchArgs {
     json: bool,
     #[command(flatten)]
     approval: ApprovalArgs,
+    #[command(flatten)]
+    governance: super::governance_args::GovernanceArgs,
 }
 
 pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs) -> ExitCode {
@@ -42,6 +44,14 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
         }
     };
 
+    let principal = match args.governance.principal(&host.plan) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let context = args.governance.context();
     // A malformed line becomes that line's validation error; the rest run.
     let approver = terminal_approver(!from_stdin);
     let mut calls = Vec::new();
@@ -57,6 +67,8 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
                 labels.push(item.name.clone());
                 let mut call: Call = item.into();
                 call.approver = approver.clone();
+                call.principal = principal.clone();
+                call.context = context.clone();
                 calls.push(call);
             }
             Err(e) => {

@@ -32,6 +32,8 @@ pub(super) struct CallArgs {
     json: bool,
     #[command(flatten)]
     approval: ApprovalArgs,
+    #[command(flatten)]
+    governance: super::governance_args::GovernanceArgs,
 }
 
 pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) -> ExitCode {
@@ -54,6 +56,13 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let principal = match args.governance.principal(&host.plan) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let stdin_free = args.input.as_deref() != Some("-");
     let pipeline = Pipeline::new(host, shutdown).with_pre_approved(args.approval.pre_approved());
     let label = args.tool.clone();
@@ -64,6 +73,8 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
             tool_call_id: args.id,
             idempotency_key: args.idempotency_key,
             approver: terminal_approver(stdin_free),
+            principal,
+            context: args.governance.context(),
             ..Call::default()
         })
         .await;

@@ -64,6 +64,29 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
             print_stdout(&format!("FAIL  {}: {e}", tool.name()));
         }
     }
+    for tool in host.tools() {
+        if let Some(d) = &tool.spec.deprecated {
+            print_stdout(&format!(
+                "warn  {}",
+                crate::governance::deprecation::warning(tool.name(), d)
+            ));
+        }
+    }
+    let governance = &host.plan.governance;
+    let (_, warnings) = crate::governance::principals::Directory::resolve(&governance.principals);
+    for warning in warnings {
+        print_stdout(&format!("warn  {warning}"));
+    }
+    if !governance.grants.is_empty() {
+        print_stdout(&format!(
+            "grants: {} (calls need a grant; [host] principal is '{}')",
+            governance.grants.len(),
+            governance.host_principal
+        ));
+        for grant in &governance.grants {
+            print_stdout(&format!("      {}", crate::governance::grants::describe(grant)));
+        }
+    }
     host.shutdown();
     if failed == 0 {
         print_stdout(&format!("all {} module(s) mounted", reports.len()));

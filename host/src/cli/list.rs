@@ -11,6 +11,15 @@ use crate::host::Host;
 
 pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     let tools = host.tools();
+    // Deprecations go to stderr, so the listing itself stays parseable.
+    for t in &tools {
+        if let Some(d) = &t.spec.deprecated {
+            eprintln!(
+                "warning: {}",
+                crate::governance::deprecation::warning(t.name(), d)
+            );
+        }
+    }
     if as_json {
         let items: Vec<_> = tools
             .iter()
@@ -23,6 +32,8 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
                     "summary": summary(&t.spec.description),
                     "aliases": t.spec.aliases,
                     "annotations": t.spec.annotations,
+                    "version": t.spec.version,
+                    "deprecated": t.spec.deprecated,
                 })
             })
             .collect();

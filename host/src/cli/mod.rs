@@ -4,10 +4,12 @@
 //! 2 usage or plan error. Results go to stdout, logs to stderr.
 
 mod approve;
+mod audit;
 mod batch;
 mod call;
 mod check;
 mod describe;
+mod governance_args;
 mod human;
 mod init;
 mod list;
@@ -67,6 +69,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Write a commented toolhost.toml for this folder from a ready plan.
     Init(init::InitArgs),
+    /// Audit log tools: `audit verify FILE…` checks the hash chain.
+    Audit(audit::AuditArgs),
     /// Internal: an isolated module's worker process (started by the host).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -132,6 +136,9 @@ async fn run(cli: Cli) -> ExitCode {
     if let Command::Init(args) = &cli.command {
         return init::run(args);
     }
+    if let Command::Audit(args) = &cli.command {
+        return audit::run(args);
+    }
     let (plan, origin) = match crate::plan::discover(cli.plan.as_deref()) {
         Ok(found) => (found.plan, found.origin),
         Err(message) => {
@@ -163,7 +170,7 @@ async fn run(cli: Cli) -> ExitCode {
     watch_signals(shutdown.clone(), signal.clone());
 
     let code = match cli.command {
-        Command::Check | Command::Init(_) => unreachable_check(),
+        Command::Check | Command::Init(_) | Command::Audit(_) => unreachable_check(),
         Command::List { json } => list::run(&host, json),
         Command::Describe { tool } => describe::run(&host, &tool),
         Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,

@@ -61,6 +61,9 @@ pub(super) fn prepare(args: &ServeArgs) -> Result<(), String> {
 }
 
 pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: ServeArgs) -> ExitCode {
+    if host.plan.host.audit_log.is_some() {
+        reopen_on_sighup();
+    }
     let pipeline = Arc::new(Pipeline::new(host, shutdown.clone()));
     let served = match args.http {
         Some(addr) => {
@@ -86,4 +89,21 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: ServeArgs)
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// SIGHUP reopens the audit log (what logrotate's `postrotate` sends). Only
+/// installed when the plan has an audit log, so SIGHUP keeps its default
+/// meaning (end the process) otherwise.
+fn reopen_on_sighup() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot listen for SIGHUP; the audit log still follows renames");
+        return;
+    };
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            crate::pipeline::audit_file::request_reopen();
+            tracing::info!("SIGHUP: the audit log is reopened before its next record");
+        }
+    });
 }

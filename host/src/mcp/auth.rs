@@ -3,6 +3,11 @@
 //! loopback port, and the tools run as the server's user). With no token
 //! given, one is generated and written to a file only the server's user can
 //! read; `--no-auth` turns the check off, on loopback only, with a warning.
+//!
+//! Principals (issue #16): the server's own token identifies `[host]
+//! principal` (default `local`); each `[[principals]]` token identifies its
+//! principal. The router puts the [`Principal`] into the request's
+//! extensions, where the MCP handler finds it; a client cannot set it.
 
 use std::convert::Infallible;
 use std::io::Write;
@@ -113,18 +118,78 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
 
 /// Whether the request carries `Authorization: Bearer <token>`.
 pub fn authorized(headers: &HeaderMap, token: &str) -> bool {
-    let Some(value) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
+    bearer(headers).is_some_and(|given| same(given.as_bytes(), token.as_bytes()))
+}
+
+/// The bearer token of a request, if it carries one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok())?;
     let mut parts = value.trim().splitn(2, ' ');
     let scheme = parts.next().unwrap_or("");
     let given = parts.next().unwrap_or("").trim();
-    scheme.eq_ignore_ascii_case("bearer") && same(given.as_bytes(), token.as_bytes())
+    scheme.eq_ignore_ascii_case("bearer").then_some(given)
+}
+
+/// Who an HTTP request was identified as; set by the router in the
+/// request's extensions (never taken from a header).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal(pub String);
+
+/// The tokens a server accepts and whom each identifies.
+pub struct Gate {
+    /// The server's own token (`--token`, generated): `[host] principal`.
+    server: Option<String>,
+    /// `[[principals]]` tokens.
+    directory: crate::governance::principals::Directory,
+    host_principal: String,
+}
+
+impl Gate {
+    /// A gate for the server token (`None`: `--no-auth`) and the plan's
+    /// principals; principals whose `token_env` is unset are named on stderr.
+    pub fn new(server: Option<String>, governance: &crate::governance::Governance) -> Gate {
+        let (directory, warnings) = crate::governance::principals::Directory::resolve(&governance.principals);
+        for warning in warnings {
+            eprintln!("toolhost: WARNING: {warning}");
+        }
+        Gate {
+            server,
+            directory,
+            host_principal: governance.host_principal.clone(),
+        }
+    }
+
+    /// Whether requests must carry a token.
+    pub fn requires_token(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// The principal a request is for, or `None` (401). With `--no-auth` a
+    /// request without a token is the host principal's, and a principal's
+    /// token still identifies that principal; a wrong token is refused.
+    pub fn identify(&self, headers: &HeaderMap) -> Option<Principal> {
+        let Some(given) = bearer(headers) else {
+            return self
+                .server
+                .is_none()
+                .then(|| Principal(self.host_principal.clone()));
+        };
+        let server = self
+            .server
+            .as_deref()
+            .is_some_and(|t| same(given.as_bytes(), t.as_bytes()));
+        let named = self.directory.identify(given).map(str::to_string);
+        match (server, named) {
+            (_, Some(name)) => Some(Principal(name)),
+            (true, None) => Some(Principal(self.host_principal.clone())),
+            (false, None) => None,
+        }
+    }
 }
 
 /// Compares without stopping at the first difference, so response times do
 /// not reveal how much of a guess was right.
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
     for (i, x) in a.iter().enumerate() {
         diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));

@@ -110,12 +110,18 @@ impl ServerHandler for ToolhostServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // Read from the registry each time: a mounted MCP server's
         // `tools/list_changed` changes it while the session lives.
         // `convert::tools` adds alias profiles when `[host] list_aliases`.
-        Ok(ListToolsResult::with_all_items(convert::tools(self.pipeline.host())))
+        // With grants in the plan, a principal sees only what it may call.
+        let principal = http_principal(&context);
+        let tools = convert::tools(self.pipeline.host())
+            .into_iter()
+            .filter(|t| self.pipeline.visible(principal, &t.name))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -147,6 +153,8 @@ impl ServerHandler for ToolhostServer {
                 .get("idempotency_key")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            principal: http_principal(&context).map(str::to_string),
+            context: crate::governance::request::from_meta(&context.meta),
             ..Call::default()
         };
         // Boxed: the pipeline's future is large, and rmcp moves the handler's
@@ -175,6 +183,16 @@ impl ServerHandler for ToolhostServer {
         }
         Ok(convert::call_result(result).into())
     }
+}
+
+/// The principal the router identified an HTTP request as (none on stdio,
+/// where calls run for `[host] principal`).
+fn http_principal(context: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    parts
+        .extensions
+        .get::<super::auth::Principal>()
+        .map(|p| p.0.as_str())
 }
 
 /// The MCP session id of an HTTP request (none on stdio).

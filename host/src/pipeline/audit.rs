@@ -1,21 +1,54 @@
-//! The append-only JSONL audit log: one record per call, denial and
-//! approval. Inputs are recorded as a SHA-256 hash and a size unless the
-//! plan opts into raw inputs (`host.audit_inputs`).
+//! The append-only audit log: one record per call, denial and approval,
+//! plus an intent record before every side-effecting call runs. Inputs are
+//! recorded as a SHA-256 hash and a size unless the plan opts into raw
+//! inputs (`host.audit_inputs`).
+//!
+//! Records form a hash chain: each carries `seq` (one more than the
+//! previous record's) and `prev_sha256`, the SHA-256 of the previous
+//! record's line exactly as stored. `toolhost audit verify` walks the chain
+//! ([`super::audit_verify`]). The log computes the link and serializes the
+//! record once, under its lock, then hands the line to its sink
+//! ([`AuditSink`]): the JSONL file by default ([`FileSink`]), chosen in one
+//! place, [`sink_for`].
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use toolhost_core::RequestContext;
+
+use super::audit_file::FileSink;
+use super::audit_sink::{AuditSink, AuditSinkError};
+use crate::plan::HostSection;
+
+/// The `prev_sha256` of the first record of a chain.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The sink the plan's `[host]` section asks for: the JSONL file at
+/// `audit_log`, or none. The one place a sink is chosen (a shared store
+/// joins here).
+pub fn sink_for(host: &HostSection) -> Result<Option<Box<dyn AuditSink>>, AuditSinkError> {
+    match &host.audit_log {
+        Some(path) => Ok(Some(Box::new(FileSink::open(std::path::Path::new(path))?))),
+        None => Ok(None),
+    }
+}
 
 /// The open log.
 pub struct AuditLog {
-    file: Mutex<File>,
+    chain: Mutex<Chain>,
     raw_inputs: bool,
+}
+
+/// The sink and where the chain stands.
+struct Chain {
+    sink: Box<dyn AuditSink>,
+    /// SHA-256 of the last stored line.
+    prev: String,
+    /// `seq` of the next record.
+    next_seq: u64,
 }
 
 /// One line of the log.
@@ -25,6 +58,10 @@ pub struct AuditRecord<'a> {
     pub ts_unix_ms: u128,
     /// The call id.
     pub call_id: &'a str,
+    /// `intent` for the record written before a side-effecting call runs;
+    /// absent on the record of a finished (or refused) call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<&'a str>,
     /// The tool's public name (or the unknown name asked for).
     pub tool: &'a str,
     /// The module, when resolved.
@@ -33,12 +70,25 @@ pub struct AuditRecord<'a> {
     pub version: Option<&'a str>,
     /// The tool's effect, when resolved.
     pub effect: Option<&'a str>,
-    /// allow, approved, deny, approval_required, hook_denied, invalid, unknown.
+    /// allow, approved, deny, approval_required, hook_denied, invalid,
+    /// unknown, grant_denied, audit_failed.
     pub decision: &'a str,
     /// Who approved an `ask` (flag, approver).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approved_by: Option<&'a str>,
-    /// The result's status.
+    /// Who the call ran for.
+    pub principal: &'a str,
+    /// The grant that let it through (`grants[N]` or its name), when the
+    /// plan has grants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<&'a str>,
+    /// `[policy] version` when the decision was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<&'a str>,
+    /// The caller's run/thread/tenant/agent/correlation ids.
+    #[serde(skip_serializing_if = "RequestContext::is_empty")]
+    pub context: &'a RequestContext,
+    /// The result's status (`started` on an intent record).
     pub status: &'a str,
     /// The error code, on failure.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -57,38 +107,39 @@ pub struct AuditRecord<'a> {
     /// Whether the result was replayed from the idempotency store.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub replayed: bool,
+    /// Secrets replaced in the output, by kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redactions: Option<&'a Value>,
     /// The raw input, only when the plan opts in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<&'a Value>,
 }
 
+/// A record with its chain link, as stored.
+#[derive(Serialize)]
+struct Linked<'a, 'r> {
+    seq: u64,
+    prev_sha256: &'a str,
+    #[serde(flatten)]
+    record: &'a AuditRecord<'r>,
+}
+
 impl AuditLog {
-    /// Opens (creating it and its folder) the log for appending.
-    ///
-    /// A process killed inside a write (`kill -9`, power loss) can leave the
-    /// log ending in a torn record with no newline. That fragment is kept
-    /// (an audit log is never rewritten) but closed with a newline, so it
-    /// stays one line that is not JSON and every later record is a whole
-    /// line of its own; a warning says so. Readers skip lines that do not
-    /// parse: only the last line before a restart can be one.
-    pub fn open(path: &Path, raw_inputs: bool) -> std::io::Result<AuditLog> {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(path)?;
-        if ends_torn(&file)? {
-            tracing::warn!(
-                log = %path.display(),
-                "the audit log ended in a torn record (a process was killed while writing it); it is closed with a newline and later records start on their own line"
-            );
-            file.write_all(b"\n")?;
-        }
+    /// A log over `sink`, continuing the chain from the sink's last record
+    /// (a restarted host links to what the previous one wrote).
+    pub fn open(sink: Box<dyn AuditSink>, raw_inputs: bool) -> Result<AuditLog, AuditSinkError> {
+        let (prev, next_seq) = match sink.last()? {
+            Some(line) => {
+                let seq = serde_json::from_str::<Value>(&line)
+                    .ok()
+                    .and_then(|v| v["seq"].as_u64())
+                    .map_or(0, |s| s + 1);
+                (sha256_hex(line.as_bytes()), seq)
+            }
+            None => (GENESIS.to_string(), 0),
+        };
         Ok(AuditLog {
-            file: Mutex::new(file),
+            chain: Mutex::new(Chain { sink, prev, next_seq }),
             raw_inputs,
         })
     }
@@ -98,42 +149,34 @@ impl AuditLog {
         self.raw_inputs
     }
 
-    /// Appends one record as one line (a single write on an O_APPEND file,
-    /// so concurrent writers do not interleave within a line).
-    pub fn append(&self, record: &AuditRecord<'_>) {
-        let mut line = match serde_json::to_vec(record) {
-            Ok(line) => line,
-            Err(e) => {
-                tracing::error!("cannot serialize an audit record: {e}");
-                return;
-            }
+    /// Links, serializes and stores one record. `Ok` only once the sink
+    /// stored it; on error the chain stays where it was, so the next record
+    /// that is stored links to the last one that was.
+    pub fn append(&self, record: &AuditRecord<'_>) -> Result<(), AuditSinkError> {
+        let mut chain = self.chain.lock().unwrap_or_else(PoisonError::into_inner);
+        let linked = Linked {
+            seq: chain.next_seq,
+            prev_sha256: &chain.prev,
+            record,
         };
-        line.push(b'\n');
-        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = file.write_all(&line) {
-            tracing::error!("cannot write the audit log: {e}");
-        }
+        let line = serde_json::to_string(&linked)
+            .map_err(|e| AuditSinkError::Unavailable(format!("cannot serialize an audit record: {e}")))?;
+        chain.sink.append(&line)?;
+        chain.prev = sha256_hex(line.as_bytes());
+        chain.next_seq += 1;
+        Ok(())
     }
 }
 
-/// Whether a non-empty file's last byte is not a newline.
-fn ends_torn(file: &File) -> std::io::Result<bool> {
-    use std::os::unix::fs::FileExt;
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(false);
-    }
-    let mut last = [0u8; 1];
-    file.read_exact_at(&mut last, len - 1)?;
-    Ok(last[0] != b'\n')
+/// Hex SHA-256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Hex SHA-256 of a value's JSON text, and that text's length.
 pub fn input_digest(input: &Value) -> (String, usize) {
     let text = serde_json::to_vec(input).unwrap_or_default();
-    let digest = Sha256::digest(&text);
-    let hex = digest.iter().map(|b| format!("{b:02x}")).collect();
-    (hex, text.len())
+    (sha256_hex(&text), text.len())
 }
 
 /// Now, in milliseconds since the epoch.

@@ -3,11 +3,14 @@
 //!
 //! 1. [`resolve`] a name or alias to a tool;
 //! 2. [`validate`] the input against its schema;
-//! 3. [`policy`] decides allow / ask / deny (and approval);
+//! 3. [`policy`] decides allow / ask / deny (and approval), after the
+//!    principal's grants ([`crate::governance::grants`]) and the tool's
+//!    deprecation ([`crate::governance::deprecation`]) are checked;
 //! 4. [`hooks`] `tool:pre` may deny or rewrite the input (validated again);
 //! 5. [`schedule`] orders a batch into conflict-free groups;
 //! 6. [`execute`] on a blocking thread under deadline and cancel token;
-//! 7. [`postprocess`] bounds the output and checks `output_schema`;
+//! 7. [`postprocess`] checks `output_schema`, redacts secrets
+//!    ([`crate::governance::redact`]) and bounds the output;
 //! 8. [`record`] events, a span and one [`audit`] record per call.
 //!
 //! A stage that refuses a call returns the finished result, which skips the
@@ -15,7 +18,9 @@
 //! policy and execute: a replay is still subject to the plan.
 
 pub mod audit;
+pub mod audit_file;
 pub mod audit_sink;
+pub mod audit_verify;
 mod batch;
 pub mod execute;
 pub mod handoff;
@@ -37,8 +42,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
-use toolhost_core::{CallRequest, Status, ToolResult};
+use serde_json::{json, Value};
+use toolhost_core::wire::codes;
+use toolhost_core::{CallRequest, RequestContext, Status, ToolResult};
 use tracing::Instrument;
 
 pub use batch::BatchItem;
@@ -73,6 +79,11 @@ pub struct Call {
     /// The caller's session (an MCP HTTP session); without one, the call
     /// belongs to this process's session ([`crate::session::process`]).
     pub session_id: Option<String>,
+    /// Who the call runs for (an HTTP token's principal, `--as`); without
+    /// one, `[host] principal`.
+    pub principal: Option<String>,
+    /// The caller's run/thread/tenant/agent/correlation ids.
+    pub context: RequestContext,
 }
 
 /// What an approver is asked.
@@ -97,6 +108,8 @@ pub(crate) struct Prepared {
     cancel: CancelToken,
     progress: Option<ProgressSink>,
     session_id: Option<String>,
+    principal: String,
+    context: RequestContext,
 }
 
 /// A prepared call as stage 6 takes it.
@@ -117,8 +130,10 @@ pub struct Pipeline {
     next_id: AtomicU64,
     pre_approved: PreApproved,
     counts: policy::CallCounts,
+    run_counts: crate::governance::grants::RunCounts,
+    redactor: Option<crate::governance::redact::Redactor>,
     hooks: hooks::Hooks,
-    audit: Option<AuditLog>,
+    audit: Option<Arc<AuditLog>>,
     /// The idempotency store once opened (a failed open is tried again at
     /// the next keyed call).
     store: Mutex<Option<Arc<crate::state::Store>>>,
@@ -131,14 +146,20 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// A pipeline over `host`; `shutdown` cancels every call in flight. An
-    /// audit log that cannot be opened is reported and skipped.
+    /// A pipeline over `host`; `shutdown` cancels every call in flight. The
+    /// audit log is the host's (opened when it loaded); the redaction
+    /// guardrail reads the environment now.
     pub fn new(host: Arc<Host>, shutdown: CancelToken) -> Self {
-        let audit = host.plan.host.audit_log.as_ref().and_then(|path| {
-            AuditLog::open(std::path::Path::new(path), host.plan.host.audit_inputs)
-                .map_err(|e| tracing::error!("cannot open the audit log {path}: {e}"))
-                .ok()
-        });
+        let audit = host.audit.clone();
+        let redactor = crate::governance::redact::Redactor::new(&host.plan.host.redact, std::env::vars())
+            .unwrap_or_else(|e| {
+                // The plan's patterns were checked when it was parsed; this
+                // is a pattern too large to compile.
+                tracing::error!("{e}; only the built-in formats are redacted");
+                crate::governance::redact::Redactor::new(&Default::default(), std::env::vars())
+                    .ok()
+                    .flatten()
+            });
         let working_dir = host.plan.working_dir.to_string_lossy().into_owned();
         let pipeline = Pipeline {
             hooks: hooks::Hooks::new(&host.plan),
@@ -147,6 +168,8 @@ impl Pipeline {
             next_id: AtomicU64::new(1),
             pre_approved: PreApproved::default(),
             counts: policy::CallCounts::default(),
+            run_counts: Default::default(),
+            redactor,
             audit,
             store: Mutex::new(None),
             working_dir,
@@ -166,6 +189,17 @@ impl Pipeline {
     pub fn with_pre_approved(mut self, pre: PreApproved) -> Self {
         self.pre_approved = pre;
         self
+    }
+
+    /// Whether `principal` (default: `[host] principal`) may see the tool
+    /// named `name` in a listing: no grants in the plan, or one of its
+    /// grants covers the tool.
+    pub fn visible(&self, principal: Option<&str>, name: &str) -> bool {
+        let governance = &self.host.plan.governance;
+        let principal = principal.unwrap_or(&governance.host_principal);
+        self.host
+            .tool(name)
+            .is_none_or(|tool| crate::governance::grants::visible(&governance.grants, principal, &tool))
     }
 
     /// The host the pipeline runs against.
@@ -197,12 +231,18 @@ impl Pipeline {
     fn begin(&self, call: &Call) -> Pending {
         let id = call.tool_call_id.clone().unwrap_or_else(|| self.new_id());
         let keep_input = self.audit.is_some() || self.host.events.is_observed();
-        Pending::start(id, call, keep_input)
+        let mut pending = Pending::start(id, call, keep_input);
+        pending.trace.principal = call
+            .principal
+            .clone()
+            .unwrap_or_else(|| self.host.plan.governance.host_principal.clone());
+        pending.trace.policy_version = self.host.plan.policy.version.clone();
+        pending
     }
 
     /// Stage 8 for one finished call: events, log line, audit record.
     fn finish(&self, pending: Pending, result: ToolResult) -> ToolResult {
-        record::finish(&self.host.events, self.audit.as_ref(), pending, result)
+        record::finish(&self.host.events, self.audit.as_deref(), pending, result)
     }
 
     /// Stages 1–4 (and the idempotency lookup).
@@ -217,7 +257,20 @@ impl Pipeline {
         if trace.input_for_key.is_some() {
             trace.input_for_key = Some(call.input.clone());
         }
-        // 3. policy (and approval)
+        crate::governance::request::check(&call.context)
+            .map_err(|e| ToolResult::failure(id, Status::ValidationError, codes::INVALID_INPUT, e))?;
+        // 3. grants, deprecation, then the policy rules (and approval)
+        trace.decision = "grant_denied";
+        trace.grant = crate::governance::grants::check(
+            &self.host.plan.governance.grants,
+            &self.run_counts,
+            &trace.principal,
+            &call.context,
+            &tool,
+            id,
+        )?;
+        trace.decision = "deprecated";
+        trace.deprecation = crate::governance::deprecation::check(&tool, id)?;
         trace.decision = "deny";
         let verdict = policy::check(
             &self.host.plan,
@@ -263,6 +316,25 @@ impl Pipeline {
                 r
             })?;
         }
+        // Write-before-execute: a side-effecting call runs only once its
+        // intent is on record.
+        if !tool.spec.annotations.read_only {
+            if let Some(audit) = &self.audit {
+                record::intent(audit, &tool, id, &input, trace).map_err(|e| {
+                    trace.decision = "audit_failed";
+                    ToolResult::failure(
+                        id,
+                        Status::Error,
+                        record::AUDIT_UNAVAILABLE,
+                        format!(
+                            "'{}' was not run: its audit record could not be written ({e});                              side-effecting calls wait until the audit log can be written",
+                            tool.name()
+                        ),
+                    )
+                    .with_details(json!({ "retryable_after": "the audit log is writable again" }))
+                })?;
+            }
+        }
         Ok(Prepared {
             id: id.to_string(),
             tool,
@@ -270,6 +342,8 @@ impl Pipeline {
             cancel: call.cancel.unwrap_or_default(),
             progress: call.progress,
             session_id: call.session_id,
+            principal: trace.principal.clone(),
+            context: call.context,
         })
     }
 
@@ -306,8 +380,10 @@ impl Pipeline {
             cancel,
             progress,
             session_id,
+            principal,
+            context,
         } = prepared;
-        record::pre(&self.host.events, &tool, &id, &input);
+        record::pre(&self.host.events, &tool, &id, &input, &principal, &context);
         let limits = execute::Limits {
             timeout: self.timeout_for(&tool),
             grace: Duration::from_millis(self.host.plan.host.cancel_grace_ms),
@@ -323,6 +399,8 @@ impl Pipeline {
             CallRequest::new(id, tool.module_name.clone(), call_input, self.working_dir.clone());
         request.deadline_ms = Some(limits.timeout.as_millis() as u64);
         request.session_id = Some(session_id.unwrap_or_else(|| crate::session::process().to_string()));
+        request.principal = Some(principal);
+        request.context = context;
         Launch {
             tool,
             request,
@@ -342,8 +420,15 @@ impl Pipeline {
         trace: &Trace,
         result: ToolResult,
     ) -> ToolResult {
-        // 7. post-process
-        let result = postprocess::check_output(tool, result);
+        // 7. post-process: schema, secrets (before truncation, so a secret
+        // across the cut is still seen whole), size
+        let mut result = postprocess::check_output(tool, result);
+        if let Some(redactor) = &self.redactor {
+            redactor.redact_result(&mut result);
+        }
+        if let Some(notice) = &trace.deprecation {
+            result.metadata.extra.insert("deprecated".into(), notice.clone());
+        }
         let result = postprocess::bound(result, self.host.plan.host.max_output_bytes as usize);
         let result = if self.hooks.any(crate::plan::HookEvent::Post) {
             self.hooks.post(tool, input, result).await

@@ -1,8 +1,9 @@
 //! Stage 8, record: the `tool:pre` / `tool:post` / `tool:error` events, a
-//! `tracing` span per call, and one audit record per call.
+//! `tracing` span per call, and one audit record per call (plus the intent
+//! record written before a side-effecting call runs, [`intent`]).
 
 use serde_json::{json, Value};
-use toolhost_core::ToolResult;
+use toolhost_core::{RequestContext, ToolResult};
 use tracing::Span;
 
 use super::audit::{input_digest, now_ms, AuditLog, AuditRecord};
@@ -65,6 +66,16 @@ pub struct Trace {
     pub input_for_key: Option<Value>,
     /// The call's hold on its idempotency key while it runs.
     pub claim: Option<super::idempotency::Claimed>,
+    /// Who the call runs for.
+    pub principal: String,
+    /// The grant that let it through.
+    pub grant: Option<String>,
+    /// `[policy] version`.
+    pub policy_version: Option<String>,
+    /// The caller's ids.
+    pub context: RequestContext,
+    /// The deprecation notice of a deprecated tool.
+    pub deprecation: Option<Value>,
 }
 
 impl Trace {
@@ -74,20 +85,70 @@ impl Trace {
             decision: "unknown",
             idempotency_key: call.idempotency_key.clone(),
             input_for_key: call.idempotency_key.as_ref().map(|_| call.input.clone()),
+            context: call.context.clone(),
             ..Trace::default()
         }
     }
 }
 
 /// Emits `tool:pre` before execution.
-pub fn pre(events: &EventBus, tool: &MountedTool, id: &str, input: &Value) {
+pub fn pre(
+    events: &EventBus,
+    tool: &MountedTool,
+    id: &str,
+    input: &Value,
+    principal: &str,
+    context: &RequestContext,
+) {
     if !events.is_observed() {
         return;
     }
     events.emit(
         "tool:pre",
-        &json!({ "tool": tool.name(), "tool_call_id": id, "input": input }),
+        &json!({ "tool": tool.name(), "tool_call_id": id, "input": input, "principal": principal, "context": context }),
     );
+}
+
+/// The error code of a side-effecting call refused because its intent
+/// record could not be written.
+pub const AUDIT_UNAVAILABLE: &str = "audit_unavailable";
+
+/// Writes the intent record of a side-effecting call before it runs
+/// (`phase: "intent"`, `status: "started"`); the call is refused when this
+/// fails.
+pub fn intent(
+    audit: &AuditLog,
+    tool: &MountedTool,
+    id: &str,
+    input: &Value,
+    trace: &Trace,
+) -> Result<(), super::audit_sink::AuditSinkError> {
+    let (input_sha256, input_bytes) = input_digest(input);
+    audit.append(&AuditRecord {
+        ts_unix_ms: now_ms(),
+        call_id: id,
+        phase: Some("intent"),
+        tool: tool.name(),
+        module: Some(tool.module.name.as_str()),
+        version: Some(tool.spec.version.as_str()),
+        effect: Some(tool.spec.effect.as_str()),
+        decision: trace.decision,
+        approved_by: trace.approved_by,
+        principal: &trace.principal,
+        grant: trace.grant.as_deref(),
+        policy_version: trace.policy_version.as_deref(),
+        context: &trace.context,
+        status: "started",
+        error_code: None,
+        duration_ms: 0.0,
+        input_sha256,
+        input_bytes,
+        output_bytes: 0,
+        idempotency_key: trace.idempotency_key.as_deref(),
+        replayed: false,
+        redactions: None,
+        input: audit.raw_inputs().then_some(input),
+    })
 }
 
 /// Stamps the call's duration, emits `tool:post` or `tool:error`, logs the
@@ -110,7 +171,7 @@ pub fn finish(
         let event = if result.success { "tool:post" } else { "tool:error" };
         events.emit(
             event,
-            &json!({ "tool": name, "tool_call_id": result.tool_call_id, "input": input, "result": result, "duration_ms": ms }),
+            &json!({ "tool": name, "tool_call_id": result.tool_call_id, "input": input, "result": result, "duration_ms": ms, "principal": trace.principal, "context": trace.context, "policy_version": trace.policy_version }),
         );
     }
     if result.success {
@@ -122,15 +183,20 @@ pub fn finish(
         let (input_sha256, input_bytes) = input_digest(input);
         let output_bytes = super::postprocess::json_len(&result.output);
         let tool = trace.tool.as_deref();
-        audit.append(&AuditRecord {
+        let appended = audit.append(&AuditRecord {
             ts_unix_ms: now_ms(),
             call_id: &result.tool_call_id,
+            phase: None,
             tool: tool.map(|t| t.name()).unwrap_or(name),
             module,
             version: tool.map(|t| t.spec.version.as_str()),
             effect: tool.map(|t| t.spec.effect.as_str()),
             decision: trace.decision,
             approved_by: trace.approved_by,
+            principal: &trace.principal,
+            grant: trace.grant.as_deref(),
+            policy_version: trace.policy_version.as_deref(),
+            context: &trace.context,
             status: result.status.as_str(),
             error_code: result.error.as_ref().map(|e| e.code.as_str()),
             duration_ms: ms,
@@ -139,8 +205,18 @@ pub fn finish(
             output_bytes,
             idempotency_key: trace.idempotency_key.as_deref(),
             replayed: trace.replayed,
+            redactions: result.metadata.extra.get("redactions"),
             input: audit.raw_inputs().then_some(input),
         });
+        if let Err(e) = appended {
+            // The call has happened (a side-effecting one had its intent
+            // recorded first); say that its outcome is not on record.
+            tracing::error!(call = %result.tool_call_id, "the call's audit record was not written: {e}");
+            result
+                .metadata
+                .extra
+                .insert("audit_error".into(), json!(e.to_string()));
+        }
     }
     drop(_entered);
     result

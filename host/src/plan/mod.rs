@@ -44,6 +44,8 @@ pub struct Plan {
     /// `[[alias_profiles]]`: the plan's own profiles (a built-in one of
     /// the same name is replaced).
     pub alias_profiles: Vec<crate::alias::ProfileDef>,
+    /// Principals, grants and the host principal (issue #16).
+    pub governance: crate::governance::Governance,
 }
 
 /// One `[[tools]]` entry, ready to load.
@@ -327,6 +329,14 @@ impl Plan {
             return Err(invalid("host.max_output_bytes must be at least 1024".into()));
         }
 
+        let governance = crate::governance::Governance::from_plan(
+            raw.principals,
+            &raw.grants,
+            host.principal.as_deref(),
+            &raw.policy,
+            &host.redact,
+        )
+        .map_err(invalid)?;
         Ok(Plan {
             file: file.to_path_buf(),
             host,
@@ -336,6 +346,7 @@ impl Plan {
             policy: raw.policy,
             hooks: raw.hooks,
             alias_profiles: raw.alias_profiles,
+            governance,
         })
     }
 

@@ -19,6 +19,12 @@ pub(super) struct PlanFile {
     pub hooks: Vec<HookEntry>,
     #[serde(default)]
     pub alias_profiles: Vec<crate::alias::ProfileDef>,
+    /// `[[principals]]` (issue #16).
+    #[serde(default)]
+    pub principals: Vec<crate::governance::principals::PrincipalEntry>,
+    /// `[[grants]]` (issue #16).
+    #[serde(default)]
+    pub grants: Vec<crate::governance::grants::GrantEntry>,
 }
 
 /// `[host]`: settings of the host itself.
@@ -72,6 +78,11 @@ pub struct HostSection {
     /// This host's name in shared state (its audit chain); default the
     /// machine's hostname.
     pub host_id: Option<String>,
+    /// Who stdio and CLI calls run for (default `local`; issue #16).
+    pub principal: Option<String>,
+    /// `[host.redact]`: the output guardrail (issue #16).
+    #[serde(default)]
+    pub redact: crate::governance::redact::RedactSection,
 }
 
 /// `[host] idempotency_ttl`: seconds, or a duration string.
@@ -102,6 +113,8 @@ impl Default for HostSection {
             idempotency_ttl: None,
             state_url: None,
             host_id: None,
+            principal: None,
+            redact: Default::default(),
         }
     }
 }
@@ -253,6 +266,8 @@ pub struct PolicySection {
     /// Rules by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolRule>,
+    /// The policy's version, recorded with every decision (issue #16).
+    pub version: Option<String>,
 }
 
 /// `[policy.tools.NAME]`.
@@ -271,4 +286,6 @@ pub struct ToolRule {
     /// Overrides the tool's declared effect (for MCP tools, whose effect
     /// otherwise comes from their annotations).
     pub effect: Option<Effect>,
+    /// Semver requirement the tool's version must meet (issue #16).
+    pub version: Option<String>,
 }

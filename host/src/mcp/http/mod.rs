@@ -101,6 +101,8 @@ struct Routing {
     mcp: StreamableHttpService<ToolhostServer, LocalSessionManager>,
     manager: Arc<LocalSessionManager>,
     token: Option<Arc<str>>,
+    /// Which token is whose (issue #16).
+    gate: auth::Gate,
     calls: Arc<SessionCalls>,
     max_sessions: usize,
     /// Refusals are logged at most once per window (a flood must not flood
@@ -136,12 +138,14 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Opti
     manager.session_config.keep_alive = Some(options.session_idle);
     let manager = Arc::new(manager);
     let calls = SessionCalls::for_host(pipeline.host().clone());
+    let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
         mcp,
         manager: manager.clone(),
         token: token.map(Arc::from),
+        gate,
         calls: calls.clone(),
         max_sessions: options.max_sessions,
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
@@ -215,10 +219,13 @@ fn sweep_every(idle: Duration) -> Duration {
 
 /// Token first, then the endpoint, the session cap, and rmcp; everything
 /// else is 404.
-async fn route(routing: &Routing, request: Request<Incoming>) -> Response<Body> {
-    if let Some(token) = &routing.token {
-        if !auth::authorized(request.headers(), token) {
-            tracing::info!(path = %request.uri().path(), "rejected an HTTP request without the bearer token");
+async fn route(routing: &Routing, mut request: Request<Incoming>) -> Response<Body> {
+    match routing.gate.identify(request.headers()) {
+        Some(principal) => {
+            request.extensions_mut().insert(principal);
+        }
+        None => {
+            tracing::info!(path = %request.uri().path(), "rejected an HTTP request without a known bearer token");
             return auth::unauthorized();
         }
     }

@@ -225,6 +225,11 @@ impl Router {
             input: Value::Object(params.arguments.unwrap_or_default()),
             cancel: Some(cancel.clone()),
             approver: elicit::approver(peer, cancel),
+            context: params
+                .meta
+                .as_ref()
+                .map(|m| crate::governance::request::from_meta(m))
+                .unwrap_or_default(),
             ..Call::default()
         };
         // Made before the job, so a job dropped unrun still answers.

@@ -1,0 +1,67 @@
+//! Governance (issue #16): who calls ([`principals`]), what they may call
+//! ([`grants`]), the ids they attach ([`request`]), tool versions and
+//! deprecation ([`deprecation`]), and the output guardrail ([`redact`]).
+//! The audit chain that records it all is [`crate::pipeline::audit`].
+
+pub mod deprecation;
+pub mod grants;
+pub mod principals;
+pub mod redact;
+pub mod request;
+
+use crate::plan::PolicySection;
+
+/// The plan's governance, checked.
+#[derive(Debug, Clone, Default)]
+pub struct Governance {
+    /// `[[principals]]` as written (tokens are resolved when a server starts).
+    pub principals: Vec<principals::PrincipalEntry>,
+    /// `[[grants]]`, parsed.
+    pub grants: Vec<grants::Grant>,
+    /// `[host] principal`: who stdio and CLI calls run for.
+    pub host_principal: String,
+}
+
+impl Governance {
+    /// Checks the plan's principals, grants and version pins.
+    pub fn from_plan(
+        principals: Vec<principals::PrincipalEntry>,
+        grants: &[grants::GrantEntry],
+        host_principal: Option<&str>,
+        policy: &PolicySection,
+        redact: &redact::RedactSection,
+    ) -> Result<Governance, String> {
+        for (kind, pattern) in &redact.patterns {
+            regex::Regex::new(pattern).map_err(|e| format!("[host.redact] patterns.{kind}: {e}"))?;
+        }
+        let host_principal = host_principal.unwrap_or(principals::LOCAL).to_string();
+        principals::check(&principals, &host_principal)?;
+        let grants = grants::parse(grants)?;
+        for grant in &grants {
+            if grant.principal != host_principal && !principals.iter().any(|p| p.name == grant.principal) {
+                return Err(format!(
+                    "[[grants]] {}: principal '{}' is neither a [[principals]] entry nor [host] principal ('{host_principal}')",
+                    grant.id, grant.principal
+                ));
+            }
+        }
+        for (name, rule) in &policy.tools {
+            if let Some(req) = &rule.version {
+                semver::VersionReq::parse(req).map_err(|e| {
+                    format!("[policy.tools.{name}] version '{req}' is not a semver requirement: {e}")
+                })?;
+            }
+        }
+        Ok(Governance {
+            principals,
+            grants,
+            host_principal,
+        })
+    }
+
+    /// Whether `name` may be named with `--as`: the host principal or a
+    /// declared one.
+    pub fn knows(&self, name: &str) -> bool {
+        name == self.host_principal || self.principals.iter().any(|p| p.name == name)
+    }
+}

@@ -1,0 +1,296 @@
+//! Output guardrail: secrets in a result are replaced with
+//! `[REDACTED:<kind>]` before the result leaves the host, and counted by
+//! kind in `metadata.redactions`.
+//!
+//! Two sources: the values of the host's secret-named environment variables
+//! (a name holding TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL,
+//! PRIVATE, API_KEY, APIKEY or ACCESS_KEY, or ending in `_KEY`, plus
+//! `[host.redact] variables`; values shorter than `min_length`, default 8,
+//! are left alone because they would match ordinary words), and common
+//! credential formats (cloud keys, git host tokens, private key blocks,
+//! JWTs, chat-service tokens, payment keys, plus `[host.redact] patterns`).
+//! Everything is one regex (one alternation, one pass over the text): a
+//! text without a match costs one DFA scan.
+//!
+//! What it does not do: find secrets in formats it does not know, encoded
+//! secrets (base64 of a token, a token split by the tool itself across
+//! lines), or values of variables whose names do not look secret. It runs
+//! on the whole output before the host cuts long output to its head and
+//! tail, so a secret across that boundary is caught whole; a secret a tool
+//! cut in two itself is not.
+
+use std::collections::BTreeMap;
+
+use regex::{Captures, Regex};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use toolhost_core::{ContentBlock, ToolResult};
+
+/// `[host.redact]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactSection {
+    /// On by default.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// More formats: kind = regex.
+    #[serde(default)]
+    pub patterns: BTreeMap<String, String>,
+    /// More variables whose values are secrets, whatever their names.
+    #[serde(default)]
+    pub variables: Vec<String>,
+    /// Shorter variable values are not redacted.
+    #[serde(default = "default_min_length")]
+    pub min_length: usize,
+}
+
+impl Default for RedactSection {
+    fn default() -> Self {
+        RedactSection {
+            enabled: true,
+            patterns: BTreeMap::new(),
+            variables: Vec::new(),
+            min_length: default_min_length(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_min_length() -> usize {
+    8
+}
+
+/// The built-in credential formats: (kind, regex).
+pub const FORMATS: &[(&str, &str)] = &[
+    (
+        "private_key",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+    ),
+    (
+        "aws_access_key",
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
+    ),
+    ("gcp_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    (
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+    ),
+    ("gitlab_token", r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}",
+    ),
+    ("slack_token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),
+    (
+        "slack_webhook",
+        r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+",
+    ),
+    ("stripe_key", r"\b[rs]k_live_[0-9A-Za-z]{20,}"),
+];
+
+/// Whether a variable name looks like it holds a secret.
+pub fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    const WORDS: [&str; 10] = [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "CREDENTIAL",
+        "PRIVATE",
+        "API_KEY",
+        "APIKEY",
+        "ACCESS_KEY",
+    ];
+    WORDS.iter().any(|w| upper.contains(w)) || upper.ends_with("_KEY") || upper == "KEY"
+}
+
+/// The compiled guardrail.
+pub struct Redactor {
+    regex: Regex,
+    /// Capture group index → kind.
+    kinds: Vec<(usize, String)>,
+}
+
+impl Redactor {
+    /// Builds the guardrail from the plan and the environment (`None` when
+    /// `[host.redact] enabled = false`). A bad extra pattern is an error.
+    pub fn new(
+        section: &RedactSection,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Option<Redactor>, String> {
+        if !section.enabled {
+            return Ok(None);
+        }
+        let mut parts: Vec<(String, String)> = Vec::new();
+        let mut secrets: Vec<(String, String)> = env
+            .into_iter()
+            .filter(|(name, value)| {
+                (secret_name(name) || section.variables.contains(name))
+                    && value.trim().len() >= section.min_length.max(1)
+            })
+            .map(|(name, value)| (format!("env:{name}"), value.trim().to_string()))
+            .collect();
+        // Longer values first: one secret may contain another.
+        secrets.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        for (kind, value) in secrets {
+            parts.push((kind, regex::escape(&value)));
+        }
+        for (kind, pattern) in FORMATS {
+            parts.push(((*kind).to_string(), (*pattern).to_string()));
+        }
+        for (kind, pattern) in &section.patterns {
+            Regex::new(pattern).map_err(|e| format!("[host.redact] patterns.{kind}: {e}"))?;
+            parts.push((kind.clone(), pattern.clone()));
+        }
+        let alternation = parts
+            .iter()
+            .enumerate()
+            .map(|(i, (_, p))| format!("(?P<g{i}>{p})"))
+            .collect::<Vec<_>>()
+            .join("|");
+        let regex = regex::RegexBuilder::new(&alternation)
+            .size_limit(64 << 20)
+            .build()
+            .map_err(|e| format!("[host.redact]: cannot build the redaction pattern: {e}"))?;
+        let kinds = parts
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, (kind, _))| {
+                let name = format!("g{i}");
+                regex
+                    .capture_names()
+                    .position(|n| n == Some(name.as_str()))
+                    .map(|index| (index, kind))
+            })
+            .collect();
+        Ok(Some(Redactor { regex, kinds }))
+    }
+
+    /// `text` with every secret replaced, or `None` when it holds none.
+    pub fn redact_str(&self, text: &str, counts: &mut BTreeMap<String, u64>) -> Option<String> {
+        if !self.regex.is_match(text) {
+            return None;
+        }
+        let replaced = self.regex.replace_all(text, |caps: &Captures<'_>| {
+            let kind = self
+                .kinds
+                .iter()
+                .find(|(index, _)| caps.get(*index).is_some())
+                .map_or("secret", |(_, kind)| kind.as_str());
+            *counts.entry(kind.to_string()).or_insert(0) += 1;
+            format!("[REDACTED:{kind}]")
+        });
+        Some(replaced.into_owned())
+    }
+
+    /// Redacts every string in `value`, in place.
+    pub fn redact_value(&self, value: &mut Value, counts: &mut BTreeMap<String, u64>) {
+        match value {
+            Value::String(s) => {
+                if let Some(clean) = self.redact_str(s, counts) {
+                    *s = clean;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_value(v, counts)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.redact_value(v, counts)),
+            _ => {}
+        }
+    }
+
+    /// Redacts a result's output, error message and details, and text
+    /// content blocks; records the counts in `metadata.redactions`.
+    pub fn redact_result(&self, result: &mut ToolResult) {
+        let mut counts = BTreeMap::new();
+        self.redact_value(&mut result.output, &mut counts);
+        if let Some(error) = result.error.as_mut() {
+            if let Some(clean) = self.redact_str(&error.message, &mut counts) {
+                error.message = clean;
+            }
+            if let Some(details) = error.details.as_mut() {
+                self.redact_value(details, &mut counts);
+            }
+        }
+        for block in &mut result.content {
+            if let ContentBlock::Text { text } = block {
+                if let Some(clean) = self.redact_str(text, &mut counts) {
+                    *text = clean;
+                }
+            }
+        }
+        if !counts.is_empty() {
+            result.metadata.extra.insert("redactions".into(), json!(counts));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_look_secret() {
+        for name in [
+            "GITHUB_TOKEN",
+            "db_password",
+            "AWS_SECRET_ACCESS_KEY",
+            "SSH_KEY",
+            "OPENAI_API_KEY",
+        ] {
+            assert!(secret_name(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "KEYBOARD_LAYOUT", "MONKEY"] {
+            assert!(!secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn env_values_and_formats() {
+        let env = vec![
+            ("MY_TOKEN".to_string(), "s3cr3t-value-123".to_string()),
+            ("SHORT_TOKEN".to_string(), "abc".to_string()),
+            ("PLAIN".to_string(), "not-a-secret-at-all".to_string()),
+        ];
+        let r = Redactor::new(&RedactSection::default(), env)
+            .expect("builds")
+            .expect("on");
+        let mut counts = BTreeMap::new();
+        let out = r
+            .redact_str(
+                "a s3cr3t-value-123 b abc not-a-secret-at-all AKIAABCDEFGHIJKLMNOP",
+                &mut counts,
+            )
+            .expect("found");
+        assert_eq!(
+            out,
+            "a [REDACTED:env:MY_TOKEN] b abc not-a-secret-at-all [REDACTED:aws_access_key]"
+        );
+        assert_eq!(counts.len(), 2);
+        assert!(r.redact_str("nothing here", &mut counts).is_none());
+    }
+
+    #[test]
+    fn text_content_blocks_and_error_messages_are_redacted() {
+        let token = format!("glpat-{}", "abcdefghij0123456789");
+        let r = Redactor::new(&RedactSection::default(), Vec::new())
+            .expect("builds")
+            .expect("on");
+        let mut ok = ToolResult::success("c", json!({"text": "clean"})).with_content(vec![
+            ContentBlock::text(format!("see {token}")),
+            ContentBlock::image("image/png", "aGk="),
+        ]);
+        r.redact_result(&mut ok);
+        assert_eq!(ok.content[0], ContentBlock::text("see [REDACTED:gitlab_token]"));
+        assert_eq!(ok.content[1], ContentBlock::image("image/png", "aGk="));
+        assert_eq!(ok.metadata.extra["redactions"], json!({"gitlab_token": 1}));
+        let mut failed = ToolResult::failure("c", toolhost_core::Status::Error, "x", format!("bad {token}"))
+            .with_details(json!({"token": token}));
+        r.redact_result(&mut failed);
+        assert_eq!(failed.message(), "bad [REDACTED:gitlab_token]");
+        assert_eq!(failed.metadata.extra["redactions"], json!({"gitlab_token": 2}));
+    }
+}

@@ -1,0 +1,222 @@
+//! `toolhost audit verify`: walks the hash chain of one or more audit files
+//! (given in order: rotated files first) and names the first broken link.
+//!
+//! What it detects: a record edited after it was written (the next record's
+//! `prev_sha256` no longer matches), records deleted (a gap in `seq`),
+//! records reordered or inserted (`seq` going back or a link to the wrong
+//! record), a record without a link after the chain started. What it cannot
+//! detect on its own: the last records cut off the end of the newest file
+//! (nothing links to them), or an edit of the very last record; keep the
+//! printed head (`seq` and SHA-256) somewhere else and compare to catch
+//! those.
+//!
+//! Torn lines: a host killed inside a write leaves a fragment that is not
+//! JSON; the next host closes it with a newline and links its first record
+//! to the last whole one. Verify reports such lines and accepts them when
+//! the chain around them is intact (the fragment was never a stored
+//! record: nothing links to it).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::audit::{sha256_hex, GENESIS};
+
+/// Where the chain stands after a verified prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// `seq` of the last record.
+    pub seq: u64,
+    /// SHA-256 of its line.
+    pub sha256: String,
+}
+
+/// What a verification found.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Chained records checked.
+    pub records: u64,
+    /// Lines that are not JSON (torn writes), as `file:line`.
+    pub torn: Vec<String>,
+    /// JSON records without a link before the chain started (written by a
+    /// toolhost without the chain), counted.
+    pub unchained: u64,
+    /// The last record.
+    pub head: Option<Head>,
+    /// The first record's `seq` when the first file continues an earlier
+    /// one (rotation) that was not given.
+    pub continues_from: Option<u64>,
+    /// The first broken link: `file:line: what`.
+    pub broken: Option<String>,
+    /// SHA-256 of the last unchained record: a log an older toolhost began
+    /// is continued with seq 0 linking to it.
+    last_unchained: Option<String>,
+}
+
+/// Verifies `files` in order as one chain.
+pub fn verify(files: &[&Path]) -> Result<Report, String> {
+    let mut report = Report::default();
+    for file in files {
+        let text = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        verify_text(&file.display().to_string(), &text, &mut report);
+        if report.broken.is_some() {
+            break;
+        }
+    }
+    Ok(report)
+}
+
+/// Verifies one file's bytes, continuing `report`.
+pub fn verify_text(name: &str, text: &[u8], report: &mut Report) {
+    let ends_with_newline = text.last().is_none_or(|b| *b == b'\n');
+    let mut lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+    if ends_with_newline {
+        lines.pop();
+    }
+    for (i, line) in lines.iter().enumerate() {
+        let at = format!("{name}:{}", i + 1);
+        let record = match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(map)) => map,
+            _ => {
+                report.torn.push(at);
+                continue;
+            }
+        };
+        let (Some(seq), Some(prev)) = (
+            record.get("seq").and_then(Value::as_u64),
+            record.get("prev_sha256").and_then(Value::as_str),
+        ) else {
+            if report.head.is_some() {
+                report.broken = Some(format!(
+                    "{at}: a record without a chain link (seq, prev_sha256) after the chain started: \
+                     inserted by hand or by another writer"
+                ));
+                return;
+            }
+            report.unchained += 1;
+            report.last_unchained = Some(sha256_hex(line));
+            continue;
+        };
+        let sha = sha256_hex(line);
+        match &report.head {
+            None => {
+                let after_unchained = report.last_unchained.as_deref() == Some(prev);
+                if seq == 0 && prev != GENESIS && !after_unchained {
+                    report.broken = Some(format!(
+                        "{at}: the first record (seq 0) must link to the genesis hash or to the unchained \
+                         record before it; it links to {prev}"
+                    ));
+                    return;
+                }
+                if seq > 0 {
+                    report.continues_from = Some(seq);
+                }
+            }
+            Some(head) => {
+                if let Some(problem) = link_problem(head, seq, prev) {
+                    report.broken = Some(format!("{at}: {problem}"));
+                    return;
+                }
+            }
+        }
+        report.records += 1;
+        report.head = Some(Head { seq, sha256: sha });
+    }
+}
+
+/// Why a record with `seq` and `prev` does not follow `head`, if it does not.
+fn link_problem(head: &Head, seq: u64, prev: &str) -> Option<String> {
+    let expected = head.seq + 1;
+    if seq > expected {
+        let gone = seq - expected;
+        return Some(format!(
+            "seq jumps from {} to {seq}: {gone} record(s) deleted before this line",
+            head.seq
+        ));
+    }
+    if seq < expected {
+        return Some(format!(
+            "seq goes back from {} to {seq}: records reordered, duplicated or inserted",
+            head.seq
+        ));
+    }
+    if prev != head.sha256 {
+        return Some(format!(
+            "prev_sha256 does not match the previous record (seq {}): that record was edited after it was \
+             written, or this one was",
+            head.seq
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(n: u64) -> Vec<String> {
+        let mut prev = GENESIS.to_string();
+        (0..n)
+            .map(|seq| {
+                let line = format!(r#"{{"seq":{seq},"prev_sha256":"{prev}","tool":"t{seq}"}}"#);
+                prev = sha256_hex(line.as_bytes());
+                line
+            })
+            .collect()
+    }
+
+    fn check(lines: &[String]) -> Report {
+        let mut report = Report::default();
+        let text = lines.join("\n") + "\n";
+        verify_text("log", text.as_bytes(), &mut report);
+        report
+    }
+
+    #[test]
+    fn intact_edited_deleted_and_reordered() {
+        let lines = chain(5);
+        let ok = check(&lines);
+        assert_eq!((ok.records, ok.broken.as_deref()), (5, None));
+
+        let mut edited = lines.clone();
+        edited[2] = edited[2].replace("\"t2\"", "\"tX\"");
+        let broken = check(&edited).broken.expect("edit found");
+        assert!(broken.starts_with("log:4: prev_sha256"), "{broken}");
+
+        let mut deleted = lines.clone();
+        deleted.remove(1);
+        let broken = check(&deleted).broken.expect("deletion found");
+        assert!(broken.starts_with("log:2: seq jumps from 0 to 2"), "{broken}");
+
+        let mut swapped = lines.clone();
+        swapped.swap(1, 2);
+        let broken = check(&swapped).broken.expect("reorder found");
+        assert!(broken.starts_with("log:2: seq jumps"), "{broken}");
+    }
+
+    #[test]
+    fn a_chain_may_start_after_records_an_older_host_wrote() {
+        let old = r#"{"call_id":"old","tool":"echo"}"#.to_string();
+        let first = format!(
+            r#"{{"seq":0,"prev_sha256":"{}","tool":"new"}}"#,
+            sha256_hex(old.as_bytes())
+        );
+        let report = check(&[old.clone(), first]);
+        assert_eq!((report.unchained, report.records, report.broken), (1, 1, None));
+        let forged = format!(
+            r#"{{"seq":0,"prev_sha256":"{}","tool":"new"}}"#,
+            sha256_hex(b"other")
+        );
+        assert!(check(&[old, forged]).broken.is_some());
+    }
+
+    #[test]
+    fn torn_lines_are_reported_and_skipped() {
+        let mut lines = chain(3);
+        lines.insert(2, r#"{"seq":2,"prev_sh"#.into());
+        let report = check(&lines);
+        assert_eq!(report.broken, None);
+        assert_eq!(report.torn, vec!["log:3".to_string()]);
+        assert_eq!(report.records, 3);
+    }
+}
