@@ -112,6 +112,32 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         through,
         None,
     );
+    // The same call through the same engine, run on the caller's own
+    // thread (what the MCP stdio server does): no hand-off at all.
+    let inline = Arc::new(Pipeline::new(host.clone(), CancelToken::new()));
+    let handle = runtime.handle().clone();
+    let here = b.time(1000, b.n(20_000), || {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let call = Call {
+            name: "echo".into(),
+            input: json!({"message": "hello"}),
+            ..Call::default()
+        };
+        inline.call_here(
+            &handle,
+            call,
+            Box::new(move |result| {
+                let _ = tx.send(result.success);
+            }),
+        );
+        assert_eq!(rx.recv().ok(), Some(true));
+    });
+    b.row(
+        "host",
+        "echo: through the pipeline on the caller's thread (call_here)",
+        here,
+        None,
+    );
     let overhead = Stats {
         median: through.median.saturating_sub(direct.median),
         p10: through.p10.saturating_sub(direct.p10),

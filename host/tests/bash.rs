@@ -513,8 +513,16 @@ fn cleanup_kills_background_jobs() {
         );
         assert_eq!(r["status"], "success", "{r}");
     }
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(m.survivors().len() >= 2, "jobs are running");
+    // Both jobs' sleepers are running (seen in /proc) before the cleanup.
+    let end = Instant::now() + Duration::from_secs(10);
+    while m.survivors().len() < 2 {
+        assert!(
+            Instant::now() < end,
+            "the jobs never started: {:?}",
+            m.survivors()
+        );
+        std::thread::sleep(Duration::from_millis(10)); // between two looks at /proc
+    }
     p.host.shutdown();
     m.assert_none_survive(Duration::from_secs(3));
 }

@@ -821,9 +821,20 @@ fn glob_matches_honours_gitignore_and_stays_inside() {
     let mut got: Vec<&str> = text.lines().collect();
     got.sort();
     assert_eq!(got, vec!["src/lib.rs", "src/main.rs"], "{text}");
-    // Newest first.
-    std::thread::sleep(Duration::from_millis(20));
-    std::fs::write(lab.project().join("src/main.rs"), "fn main() {}\n").unwrap();
+    // Newest first: main.rs is rewritten and dated a minute after lib.rs
+    // (set, not waited for: file times can be coarse).
+    let main_rs = lab.project().join("src/main.rs");
+    std::fs::write(&main_rs, "fn main() {}\n").unwrap();
+    let lib_time = std::fs::metadata(lab.project().join("src/lib.rs"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&main_rs)
+        .unwrap()
+        .set_modified(lib_time + Duration::from_secs(60))
+        .unwrap();
     let text = output_text(&lab.call("glob", json!({"pattern": "src/*.rs"})));
     assert_eq!(text.lines().next(), Some("src/main.rs"), "{text}");
     // `*` does not cross folders; ignored files appear once gitignore is off.

@@ -399,21 +399,41 @@ fn cleanup_runs_in_reverse_mount_order() {
 
 #[test]
 fn sigint_cancels_the_call_in_flight_then_cleans_up() {
+    use std::io::BufRead;
     let env = Env::new(&fixture_plan("[tools.config]\nlabel = \"sig\"\n"));
-    let child = env
+    let mut child = env
         .command()
+        // The `tool:pre` event is logged when the call is about to run,
+        // after the host installed its signal handlers: the readiness
+        // signal for the SIGINT below.
+        .env("RUST_LOG", "info,toolhost::events=debug")
         .args(["call", "sleep", r#"{"ms": 60000}"#])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Let the host mount and install its signal handlers (generously: CI
-    // machines are busy).
-    std::thread::sleep(Duration::from_millis(2000));
+    let stderr = child.stderr.take().unwrap();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("tool:pre") {
+                let _ = started_tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    if started_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        panic!("the call never started:\n{}", reader.join().unwrap_or_default());
+    }
     let started = Instant::now();
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let mut out = child.wait_with_output().unwrap();
+    out.stderr = reader.join().unwrap().into_bytes();
     assert!(started.elapsed() < Duration::from_secs(10));
     let called = Called::from_output(out);
     assert_eq!(called.status(), "cancelled", "{}", called.result);

@@ -14,7 +14,6 @@ use std::time::Duration;
 use common::{module_file, Env};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
@@ -36,12 +35,7 @@ struct Served {
 }
 
 async fn serve(env: &Env) -> Served {
-    let mut cmd = tokio::process::Command::from(env.command());
-    cmd.arg("serve");
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn toolhost serve");
+    let (transport, stderr) = common::serve::transport(env.command(), Stdio::piped());
     let client = ().serve(transport).await.expect("initialize");
     Served {
         client,
@@ -321,17 +315,10 @@ fn children_of(parent: u32) -> Vec<u32> {
 #[tokio::test]
 async fn the_worker_dies_with_the_host() {
     let env = Env::new(&isolated_plan(""));
-    let mut cmd = tokio::process::Command::from(env.command());
-    cmd.arg("serve");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn toolhost serve");
+    let (transport, _) = common::serve::transport(env.command(), Stdio::null());
     let host_pid = transport.id().expect("host pid");
     let client = ().serve(transport).await.expect("initialize");
-    let Value::Object(args) = json!({"message": "up"}) else {
-        unreachable!()
-    };
+    let args = common::serve::args(json!({"message": "up"}));
     let up = client
         .call_tool(CallToolRequestParams::new("c_echo").with_arguments(args))
         .await
@@ -391,17 +378,10 @@ fn rss_mib(pid: u32) -> u64 {
 #[tokio::test]
 async fn a_worker_flooding_the_protocol_is_killed_at_the_frame_limit() {
     let env = Env::new(&isolated_plan(""));
-    let mut cmd = tokio::process::Command::from(env.command());
-    cmd.arg("serve");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn toolhost serve");
+    let (transport, _) = common::serve::transport(env.command(), Stdio::null());
     let host_pid = transport.id().expect("host pid");
     let client = ().serve(transport).await.expect("initialize");
-    let Value::Object(args) = json!({}) else {
-        unreachable!()
-    };
+    let args = common::serve::args(json!({}));
     let mut peak = 0;
     let flooded = {
         let call = client.call_tool(CallToolRequestParams::new("c_flood_protocol").with_arguments(args));
@@ -420,9 +400,7 @@ async fn a_worker_flooding_the_protocol_is_killed_at_the_frame_limit() {
     let text = format!("{:?}", flooded.content);
     assert!(text.contains("longer than the 64 MiB limit"), "{text}");
     assert!(rss_mib(host_pid) < 500);
-    let Value::Object(args) = json!({"message": "after the flood"}) else {
-        unreachable!()
-    };
+    let args = common::serve::args(json!({"message": "after the flood"}));
     let again = client
         .call_tool(CallToolRequestParams::new("c_echo").with_arguments(args))
         .await
@@ -464,18 +442,12 @@ async fn a_restart_hanging_in_mount_is_killed_at_the_start_deadline() {
         module_file("toolhost_fixture_crashy").display(),
         marker.display()
     ));
-    let mut cmd = tokio::process::Command::from(env.command());
-    cmd.arg("serve").env("TOOLHOST_WORKER_START_TIMEOUT_MS", "2000");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn toolhost serve");
+    let mut cmd = env.command();
+    cmd.env("TOOLHOST_WORKER_START_TIMEOUT_MS", "2000");
+    let (transport, _) = common::serve::transport(cmd, Stdio::null());
     let client = ().serve(transport).await.expect("initialize");
     let call = |tool: &'static str, input: Value| {
-        let Value::Object(args) = input else {
-            unreachable!()
-        };
-        client.call_tool(CallToolRequestParams::new(tool).with_arguments(args))
+        client.call_tool(CallToolRequestParams::new(tool).with_arguments(common::serve::args(input)))
     };
     assert_crashed(&call("c_abort", json!({})).await.expect("call"), Some("SIGABRT"));
     std::fs::write(&marker, "").expect("marker");

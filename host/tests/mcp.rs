@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{fixture_plan, Env};
-use rmcp::model::{CallToolRequestParams, ClientRequest, JsonObject, ProgressNotificationParam, Request};
+use rmcp::model::{CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request};
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
@@ -52,23 +51,13 @@ impl ClientHandler for Client {
 }
 
 async fn connect(env: &Env) -> (RunningService<RoleClient, Client>, Client) {
-    let mut cmd = tokio::process::Command::from(env.command());
-    cmd.arg("serve");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn toolhost serve");
+    let (transport, _) = common::serve::transport(env.command(), Stdio::null());
     let client = Client::default();
     let running = client.clone().serve(transport).await.expect("initialize");
     (running, client)
 }
 
-fn args(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
-}
+use common::serve::args;
 
 #[tokio::test]
 async fn initialize_list_and_call() {

@@ -11,9 +11,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{module_file, target_dir, Env};
-use rmcp::model::{CallToolRequestParams, JsonObject, ProgressNotificationParam};
+use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::NotificationContext;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -42,20 +41,10 @@ impl ClientHandler for Progress {
 fn progress_and_cancel_through(env: &Env) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let mut cmd = tokio::process::Command::from(env.command());
-        cmd.arg("serve");
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the outer toolhost serve");
+        let (transport, _) = common::serve::transport(env.command(), Stdio::null());
         let seen = Progress::default();
         let client = seen.clone().serve(transport).await.expect("initialize");
-        let args = |v: Value| -> JsonObject {
-            match v {
-                Value::Object(map) => map,
-                _ => JsonObject::new(),
-            }
-        };
+        let args = common::serve::args;
         let quick = client
             .call_tool(CallToolRequestParams::new("in__sleep").with_arguments(args(json!({"ms": 500}))))
             .await
@@ -408,20 +397,10 @@ fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let mut cmd = tokio::process::Command::from(env.command());
-        cmd.arg("serve");
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the outer toolhost serve");
+        let (transport, _) = common::serve::transport(env.command(), Stdio::null());
         let started = Started::default();
         let client = started.clone().serve(transport).await.expect("initialize");
-        let args = |v: Value| -> JsonObject {
-            match v {
-                Value::Object(map) => map,
-                _ => JsonObject::new(),
-            }
-        };
+        let args = common::serve::args;
         let calls: Vec<_> = (0..5)
             .map(|_| {
                 let client = client.clone();

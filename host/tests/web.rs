@@ -474,7 +474,11 @@ fn gzip_bodies_decode_and_gzip_bombs_stop_at_the_cap() {
 
 #[test]
 fn a_server_that_never_answers_times_out() {
-    let server = Server::start("127.0.0.1", |_, _| std::thread::sleep(Duration::from_secs(10)));
+    // Reads the request and answers nothing: holds the connection until the
+    // client gives up (or its read timeout ends it).
+    let server = Server::start("127.0.0.1", |_, s| {
+        let _ = std::io::copy(s, &mut std::io::sink());
+    });
     let env = env(&plan("timeout_secs = 1\n"));
     let started = Instant::now();
     let called = env.call("web_fetch", json!({"url": server.url("/")}));

@@ -2,6 +2,7 @@
 //!
 //! - `test`: build every crate (the tests load the real cdylibs), run the
 //!   Rust tests, then the MCP client tests when Python is available.
+//! - `loom`: the model checks of the hand-off and the cancel token.
 //! - `bench`: build in release and print the benchmark table.
 //! - `validate-module`: check a module library (or crate) in child processes.
 //! - `new-module`: scaffold a standalone module crate.
@@ -10,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod dist;
+mod loom;
 mod scaffold;
 mod tasks;
 mod validate;
@@ -35,6 +37,9 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Model-check the hand-off slot and the cancel token (loom), in a
+    /// target folder of their own.
+    Loom,
     /// Build in release and print the benchmark table.
     Bench {
         /// Fewer samples.
@@ -110,6 +115,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.task {
         Task::Test { args } => tasks::test(&args),
+        Task::Loom => loom::loom(),
         Task::Bench { quick, areas } => tasks::bench(quick, &areas),
         Task::ValidateModule {
             target,

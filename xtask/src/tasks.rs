@@ -56,6 +56,7 @@ pub fn test(extra: &[String]) -> anyhow::Result<()> {
         tests.env("TOOLHOST_LONG_TESTS", "1");
     }
     run(tests.args(["test", "--workspace"]).args(extra))?;
+    crate::loom::loom()?;
     let mcp_tests = root().join("tests/mcp");
     if mcp_tests.is_dir() {
         let python = root().join(".venv/bin/python");

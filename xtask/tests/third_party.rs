@@ -41,6 +41,16 @@ fn a_scaffolded_module_builds_validates_and_mounts() {
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
     assert!(manifest.contains("toolhost-core = { path ="), "{manifest}");
     assert!(!manifest.contains("toolhost ="), "depends on toolhost-core only");
+    // serde, serde_json and schemars come through toolhost-core's re-exports
+    // (issue #19): an author's manifest names one crate.
+    for other in ["schemars", "serde", "serde_json"] {
+        assert!(
+            !manifest
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{other} "))),
+            "the scaffold must not list {other}:\n{manifest}"
+        );
+    }
     std::fs::copy(root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap_or_else(|e| panic!("{e}"));
     let module_target = target_dir().join("third-party");
 

@@ -54,6 +54,14 @@ impl TestContext {
     }
 
     /// Runs `tool` on `input` with this context, through the SDK's adapter.
+    ///
+    /// `working_dir` is the folder the host would send as the call's working
+    /// directory (`CallRequest.working_dir`, what [`Context::working_dir`]
+    /// answers): the plan's `working_dir` in a real host. Tools that resolve
+    /// relative paths resolve them against it, so a test of such a tool
+    /// passes a temporary folder here; the free function [`call`] passes `.`.
+    ///
+    /// [`Context::working_dir`]: crate::Context::working_dir
     pub fn call<T: Tool>(&self, tool: &T, input: Value, working_dir: &Path) -> ToolResult {
         let name = tool.spec().name;
         let request = CallRequest::new("test", name.clone(), input, working_dir.to_string_lossy());

@@ -1,12 +1,21 @@
 //! Stage 6, execute: the module's `execute` on a blocking thread, under the
 //! deadline, with the cancel token set on timeout, client cancel or
-//! shutdown. The thread is either one the [`handoff`](super::handoff) lends
-//! ([`run`], for async callers) or the caller's own, when the caller is a
-//! thread that may block ([`here`], kept by the
-//! [`watchdog`](super::watchdog)).
+//! shutdown.
 //!
-//! A tool that ignores the token cannot be pre-empted in-process: after a
-//! grace period the host answers without it and the thread is abandoned.
+//! One engine, two ways to find the thread:
+//! - [`Engine::run`], for async callers: the [`handoff`](super::handoff)
+//!   lends a blocking thread and the caller awaits it;
+//! - [`Engine::run_here`], for a caller that is a thread allowed to block
+//!   (the MCP stdio reader, [`super::inline`]): the tool runs right there.
+//!
+//! Everything else is one code path: [`Engine::arm`] takes the module's
+//! concurrency permit, encodes the request and puts the call under the
+//! [`watchdog`](super::watchdog), which keeps every rule: cancel at the
+//! deadline, cancel at shutdown (or from the client), and, once a cancelled
+//! tool has had its grace period and still runs, *abandon* it: the caller is
+//! answered without it (an isolated module's worker is killed instead, see
+//! [`crate::isolate::ended_stuck`]). A tool that ignores its token cannot be
+//! pre-empted in-process; its thread runs on and its late result is dropped.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -15,15 +24,18 @@ use std::time::{Duration, Instant};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
 use serde_json::json;
+use tokio::runtime::Handle;
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use toolhost_core::abi::FfiContext_TO;
 use toolhost_core::wire::codes;
 use toolhost_core::{CallRequest, Status, ToolResult};
 
-use crate::cancel::CancelToken;
+use crate::cancel::{CancelToken, OnCancel};
 use crate::context::{CallContext, ProgressSink};
 use crate::tool::MountedTool;
 
 use super::handoff::Handoff;
+use super::watchdog::{Ended, Watch, Watchdog};
 
 /// How one call is to run.
 #[derive(Clone, Copy, Debug)]
@@ -34,56 +46,197 @@ pub struct Limits {
     pub grace: Duration,
 }
 
-/// Runs the call and returns the tool's result (or the host's, on timeout).
-pub async fn run(
-    handoff: &Arc<Handoff>,
-    tool: Arc<MountedTool>,
-    request: CallRequest,
-    limits: Limits,
-    cancel: CancelToken,
-    shutdown: &CancelToken,
-    progress: Option<ProgressSink>,
-) -> ToolResult {
-    let id = request.tool_call_id.clone();
-    let _permit = match &tool.module.limit {
-        Some(limit) => match limit.clone().acquire_owned().await {
-            Ok(permit) => Some(permit),
-            Err(_) => return shutting_down(&id),
-        },
-        None => None,
-    };
-    let deadline = Instant::now() + limits.timeout;
-    let (ctx, call_json) = match crossing(&tool, &request, deadline, &cancel, progress) {
-        Ok(crossing) => crossing,
-        Err(failed) => return failed,
-    };
-    let ctx = Arc::new(ctx);
-    let mut task = {
-        let tool = tool.clone();
-        let ctx = ctx.clone();
-        handoff.run(move || {
-            let ffi = FfiContext_TO::from_ptr(RRef::new(&*ctx), TD_Opaque);
-            tool.execute_blocking(&call_json, ffi)
-        })
-    };
+/// One call as stage 6 takes it.
+pub(crate) struct Stage6 {
+    pub tool: Arc<MountedTool>,
+    pub request: CallRequest,
+    pub limits: Limits,
+    pub cancel: CancelToken,
+    pub progress: Option<ProgressSink>,
+}
 
-    let why = tokio::select! {
-        biased;
-        joined = &mut task => return parse(joined, &id),
-        _ = tokio::time::sleep_until(deadline.into()) => Status::Timeout,
-        _ = cancel.cancelled() => Status::Cancelled,
-        _ = shutdown.cancelled() => Status::Cancelled,
-    };
-    cancel.cancel();
-    match tokio::time::timeout(limits.grace, &mut task).await {
-        Ok(joined) => settle(parse(joined, &id), Some(why), &tool, &limits),
-        Err(_) => abandoned(&tool, &id, why, &limits),
+/// Receives the host's answer for a call run on its caller's thread whose
+/// tool was abandoned (from the watchdog's thread).
+pub(crate) type Abandoned = Box<dyn FnOnce(ToolResult) + Send>;
+
+/// Runs calls; one per pipeline.
+pub(crate) struct Engine {
+    /// Lends blocking threads to async callers.
+    handoff: Arc<Handoff>,
+    /// Keeps every call's deadline and grace period.
+    watchdog: Watchdog,
+    /// Cancels every call in flight.
+    shutdown: CancelToken,
+}
+
+/// A call under watch, ready to run on whichever thread.
+struct Armed {
+    /// Runs the tool; a panic becomes its message.
+    job: Box<dyn FnOnce() -> Result<String, String> + Send>,
+    watch: Watch,
+    /// Cancels the call at shutdown, for as long as it runs.
+    _shutdown: OnCancel,
+}
+
+impl Engine {
+    /// An engine whose calls are all cancelled by `shutdown`.
+    pub fn new(shutdown: CancelToken) -> Self {
+        Engine {
+            handoff: Arc::default(),
+            watchdog: Watchdog::default(),
+            shutdown,
+        }
+    }
+
+    /// Runs the call on a lent blocking thread and returns the tool's
+    /// result (or the host's, when the tool was abandoned).
+    pub async fn run(&self, call: Stage6) -> ToolResult {
+        let id = call.request.tool_call_id.clone();
+        let (tool, limits) = (call.tool.clone(), call.limits);
+        let permit = match permit(&tool, &id).await {
+            Ok(permit) => permit,
+            Err(refused) => return refused,
+        };
+        let (abandon_tx, mut abandoned) = oneshot::channel();
+        let abandon = Box::new(move |why: Status| {
+            drop(permit);
+            let _ = abandon_tx.send(why);
+        });
+        let armed = match self.arm(call, abandon) {
+            Ok(armed) => armed,
+            Err(failed) => return failed,
+        };
+        let task = self.handoff.run(armed.job);
+        let returned = tokio::select! {
+            biased;
+            joined = task => Ok(joined.map_err(|e| e.to_string()).and_then(|r| r)),
+            why = &mut abandoned => Err(why),
+        };
+        let why = match returned {
+            Ok(joined) => match conclude(armed.watch, &tool, &limits, parse(joined, &id)) {
+                Some(result) => return result,
+                // Abandoned just before it returned: the abandonment stands.
+                None => abandoned.await,
+            },
+            Err(why) => why,
+        };
+        // The sender goes only with the watch's entry, which abandonment
+        // takes: an error here cannot happen; answer `cancelled` if it does.
+        abandoned_answer(&tool, &id, why.unwrap_or(Status::Cancelled), &limits)
+    }
+
+    /// Runs the call on this thread, which must be one that may block (never
+    /// an async worker; `runtime` waits for the module's concurrency cap).
+    /// Returns the tool's result, or `None` when the tool was abandoned:
+    /// then the host's answer went to `on_abandoned`, from the watchdog's
+    /// thread, while this one still ran the tool.
+    pub fn run_here(&self, runtime: &Handle, call: Stage6, on_abandoned: Abandoned) -> Option<ToolResult> {
+        let id = call.request.tool_call_id.clone();
+        let (tool, limits) = (call.tool.clone(), call.limits);
+        let permit = match &tool.module.limit {
+            None => Ok(None),
+            Some(limit) => match limit.clone().try_acquire_owned() {
+                Ok(permit) => Ok(Some(permit)),
+                Err(_) => runtime.block_on(permit(&tool, &id)),
+            },
+        };
+        let permit = match permit {
+            Ok(permit) => permit,
+            Err(refused) => return Some(refused),
+        };
+        let abandon = {
+            let (tool, id) = (tool.clone(), id.clone());
+            Box::new(move |why: Status| {
+                drop(permit);
+                on_abandoned(abandoned_answer(&tool, &id, why, &limits));
+            })
+        };
+        let armed = match self.arm(call, abandon) {
+            Ok(armed) => armed,
+            Err(failed) => return Some(failed),
+        };
+        let returned = (armed.job)();
+        conclude(armed.watch, &tool, &limits, parse(returned, &id))
+    }
+
+    /// What both ways share: the request encoded, the call context, the
+    /// deadline, the watch (which owns `abandon`, and with it the module's
+    /// permit, until the call ends either way) and the shutdown hook.
+    fn arm(&self, call: Stage6, abandon: super::watchdog::Abandon) -> Result<Armed, ToolResult> {
+        let Stage6 {
+            tool,
+            request,
+            limits,
+            cancel,
+            progress,
+        } = call;
+        let call_json = serde_json::to_string(&request).map_err(|e| {
+            ToolResult::failure(
+                &request.tool_call_id,
+                Status::Error,
+                codes::INTERNAL,
+                e.to_string(),
+            )
+        })?;
+        let id = request.tool_call_id;
+        let deadline = Instant::now() + limits.timeout;
+        let watch = self.watchdog.watch(deadline, limits.grace, &cancel, abandon);
+        let shutdown = {
+            let cancel = cancel.clone();
+            self.shutdown.on_cancel(move || cancel.cancel())
+        };
+        let ctx = CallContext {
+            cancel,
+            deadline: Some(deadline),
+            progress,
+            module: tool.module.name.clone(),
+            call_id: id,
+        };
+        let job = Box::new(move || {
+            let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
+            catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
+                .map_err(|payload| toolhost_core::panic_message(&*payload))
+        });
+        Ok(Armed {
+            job,
+            watch,
+            _shutdown: shutdown,
+        })
+    }
+}
+
+/// Waits for the module's concurrency cap, when it has one.
+async fn permit(tool: &MountedTool, id: &str) -> Result<Option<OwnedSemaphorePermit>, ToolResult> {
+    match &tool.module.limit {
+        None => Ok(None),
+        Some(limit) => limit
+            .clone()
+            .acquire_owned()
+            .await
+            .map(Some)
+            .map_err(|_| shutting_down(id)),
+    }
+}
+
+/// Ends the watch of a call whose tool returned `result`: the result,
+/// settled (see [`settle`]), or `None` when the call was abandoned and
+/// answered already.
+fn conclude(watch: Watch, tool: &MountedTool, limits: &Limits, result: ToolResult) -> Option<ToolResult> {
+    match watch.finish() {
+        Ended::Answerable(why) => Some(settle(result, why, tool, limits)),
+        Ended::Abandoned => {
+            tracing::info!(
+                status = %result.status,
+                "the abandoned tool returned at last; its result is dropped"
+            );
+            None
+        }
     }
 }
 
 /// The answer for a call that waited for its module's concurrency cap while
 /// the host shut down.
-pub fn shutting_down(id: &str) -> ToolResult {
+fn shutting_down(id: &str) -> ToolResult {
     ToolResult::failure(
         id,
         Status::Cancelled,
@@ -92,57 +245,10 @@ pub fn shutting_down(id: &str) -> ToolResult {
     )
 }
 
-/// Runs the call on this thread, which must be one that may block (never an
-/// async worker), and returns the tool's result. The deadline is the
-/// caller's to keep: it cancels `cancel` when time is up.
-pub fn here(
-    tool: &MountedTool,
-    request: &CallRequest,
-    deadline: Instant,
-    cancel: &CancelToken,
-    progress: Option<ProgressSink>,
-) -> ToolResult {
-    let (ctx, call_json) = match crossing(tool, request, deadline, cancel, progress) {
-        Ok(crossing) => crossing,
-        Err(failed) => return failed,
-    };
-    let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
-    let joined = catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
-        .map_err(|payload| toolhost_core::panic_message(&*payload));
-    parse(joined, &request.tool_call_id)
-}
-
-/// What crosses into the module: the call's context and its request as
-/// JSON text (a request that cannot be encoded is an internal error).
-fn crossing(
-    tool: &MountedTool,
-    request: &CallRequest,
-    deadline: Instant,
-    cancel: &CancelToken,
-    progress: Option<ProgressSink>,
-) -> Result<(CallContext, String), ToolResult> {
-    let id = &request.tool_call_id;
-    let call_json = serde_json::to_string(request)
-        .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e.to_string()))?;
-    let ctx = CallContext {
-        cancel: cancel.clone(),
-        deadline: Some(deadline),
-        progress,
-        module: tool.module.name.clone(),
-        call_id: id.clone(),
-    };
-    Ok((ctx, call_json))
-}
-
 /// The result of a call that returned after it was cancelled for `why`: a
 /// tool stopped by its deadline reports `cancelled`, which becomes
 /// `timeout` with a message saying so.
-pub fn settle(
-    mut result: ToolResult,
-    why: Option<Status>,
-    tool: &MountedTool,
-    limits: &Limits,
-) -> ToolResult {
+fn settle(mut result: ToolResult, why: Option<Status>, tool: &MountedTool, limits: &Limits) -> ToolResult {
     if why == Some(Status::Timeout) && result.status == Status::Cancelled {
         result.status = Status::Timeout;
         result.error = Some(
@@ -163,7 +269,7 @@ pub fn settle(
 
 /// The host's answer for a call whose tool ignored cancellation (for `why`)
 /// past the grace period.
-pub fn abandoned(tool: &MountedTool, id: &str, why: Status, limits: &Limits) -> ToolResult {
+fn abandoned_answer(tool: &MountedTool, id: &str, why: Status, limits: &Limits) -> ToolResult {
     if let Some(result) = crate::isolate::ended_stuck(tool, id, why, limits) {
         return result;
     }

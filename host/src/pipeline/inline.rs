@@ -8,22 +8,20 @@
 //! tool included; the async stages (approval, hooks) are driven on that
 //! thread too, with the runtime's drivers.
 //!
-//! Nothing else changes: the [`watchdog`](super::watchdog) keeps the
-//! deadline (cancel at the deadline; at a cancel from anyone, a grace
-//! period) and, when a tool ignores its token, answers the caller without it
-//! from another thread, exactly as stage 6 does for async callers.
+//! Stage 6 is the same engine as for async callers
+//! ([`Engine::run_here`](super::execute::Engine::run_here)): same deadline,
+//! cancel, grace and abandonment. The one difference is who answers an
+//! abandoned call: the watchdog's side, through the call's [`Tail`], since
+//! this thread is still inside the tool.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
 
 use serde_json::Value;
 use tokio::runtime::Handle;
-use tokio::sync::OwnedSemaphorePermit;
-use toolhost_core::{Status, ToolResult};
+use toolhost_core::ToolResult;
 
 use super::record::Pending;
-use super::watchdog::Ended;
-use super::{execute, Call, Launch, Pipeline};
+use super::{Call, Launch, Pipeline};
 use crate::tool::MountedTool;
 
 /// Receives a call's finished (recorded) result, exactly once.
@@ -36,9 +34,6 @@ struct Tail {
     tool: Arc<MountedTool>,
     input: Value,
     answer: Answer,
-    /// The module's concurrency permit: given back once the tool returned
-    /// or was abandoned, as stage 6 does for async callers.
-    permit: Option<OwnedSemaphorePermit>,
 }
 
 type SharedTail = Arc<Mutex<Option<Tail>>>;
@@ -65,72 +60,27 @@ impl Pipeline {
             Ok(prepared) => prepared,
             Err(refusal) => return answer(self.finish(pending, refusal)),
         };
-        let Launch {
-            tool,
-            request,
-            limits,
-            cancel,
-            progress,
-            input,
-        } = self.launch(prepared);
-
-        // The module's concurrency cap, waited for here.
-        let permit = match &tool.module.limit {
-            None => None,
-            Some(limit) => match limit.clone().try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                Err(_) => match runtime.block_on(limit.clone().acquire_owned()) {
-                    Ok(permit) => Some(permit),
-                    Err(_) => return answer(self.finish(pending, execute::shutting_down(&id))),
-                },
-            },
-        };
-
+        let Launch { stage6, input } = self.launch(prepared);
         let tail: SharedTail = Arc::new(Mutex::new(Some(Tail {
             pending,
-            tool: tool.clone(),
+            tool: stage6.tool.clone(),
             input,
             answer,
-            permit,
         })));
-        let abandon = {
-            let (me, runtime, tail, tool, id) = (
-                self.clone(),
-                runtime.clone(),
-                tail.clone(),
-                tool.clone(),
-                id.clone(),
-            );
-            Box::new(move |why: Status| {
+        let on_abandoned = {
+            let (me, runtime, tail) = (self.clone(), runtime.clone(), tail.clone());
+            Box::new(move |result: ToolResult| {
                 if let Some(tail) = take(&tail) {
-                    let result = execute::abandoned(&tool, &id, why, &limits);
-                    let span = tail.pending.span.clone();
-                    let _entered = span.enter();
                     // Post hooks may take a while: not on the watchdog thread.
                     runtime.spawn(async move { me.complete(tail, result).await });
                 }
             })
         };
-        let deadline = Instant::now() + limits.timeout;
-        let watch = self.watchdog.watch(deadline, limits.grace, &cancel, abandon);
-        let _shutdown = {
-            let cancel = cancel.clone();
-            self.shutdown.on_cancel(move || cancel.cancel())
-        };
-
         // 6. execute, here.
-        let result = execute::here(&tool, &request, deadline, &cancel, progress);
-        match watch.finish() {
-            Ended::Answerable(why) => {
-                if let Some(tail) = take(&tail) {
-                    let result = execute::settle(result, why, &tool, &limits);
-                    runtime.block_on(self.complete(tail, result));
-                }
+        if let Some(result) = self.engine.run_here(runtime, stage6, on_abandoned) {
+            if let Some(tail) = take(&tail) {
+                runtime.block_on(self.complete(tail, result));
             }
-            Ended::Abandoned => tracing::info!(
-                status = %result.status,
-                "the abandoned tool returned at last; its result is dropped"
-            ),
         }
     }
 
@@ -141,9 +91,9 @@ impl Pipeline {
             tool,
             input,
             answer,
-            permit,
         } = tail;
-        drop(permit);
+        let span = pending.span.clone();
+        let _entered = span.enter();
         let result = self.after(&tool, &input, &pending.trace, result).await;
         answer(self.finish(pending, result));
     }

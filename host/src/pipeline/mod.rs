@@ -8,7 +8,8 @@
 //!    deprecation ([`crate::governance::deprecation`]) are checked;
 //! 4. [`hooks`] `tool:pre` may deny or rewrite the input (validated again);
 //! 5. [`schedule`] orders a batch into conflict-free groups;
-//! 6. [`execute`] on a blocking thread under deadline and cancel token;
+//! 6. [`execute`] on a blocking thread under deadline and cancel token (one
+//!    engine, whether the thread is lent or the caller's own: [`inline`]);
 //! 7. [`postprocess`] checks `output_schema`, redacts secrets
 //!    ([`crate::governance::redact`]) and bounds the output;
 //! 8. [`record`] events, a span and one [`audit`] record per call.
@@ -114,11 +115,7 @@ pub(crate) struct Prepared {
 
 /// A prepared call as stage 6 takes it.
 struct Launch {
-    tool: Arc<MountedTool>,
-    request: CallRequest,
-    limits: execute::Limits,
-    cancel: CancelToken,
-    progress: Option<ProgressSink>,
+    stage6: execute::Stage6,
     /// The input again, for the post hooks (`Null` when there are none).
     input: Value,
 }
@@ -126,7 +123,6 @@ struct Launch {
 /// Runs calls against a loaded host.
 pub struct Pipeline {
     host: Arc<Host>,
-    shutdown: CancelToken,
     next_id: AtomicU64,
     pre_approved: PreApproved,
     counts: policy::CallCounts,
@@ -139,10 +135,8 @@ pub struct Pipeline {
     store: Mutex<Option<Arc<crate::state::Store>>>,
     /// The plan's working folder as every CallRequest carries it.
     working_dir: String,
-    /// Hands calls to blocking threads.
-    handoff: Arc<handoff::Handoff>,
-    /// Keeps the deadlines of calls run on their callers' threads.
-    watchdog: watchdog::Watchdog,
+    /// Stage 6: runs tools under their deadline, cancel and grace.
+    engine: execute::Engine,
 }
 
 impl Pipeline {
@@ -164,7 +158,6 @@ impl Pipeline {
         let pipeline = Pipeline {
             hooks: hooks::Hooks::new(&host.plan),
             host,
-            shutdown,
             next_id: AtomicU64::new(1),
             pre_approved: PreApproved::default(),
             counts: policy::CallCounts::default(),
@@ -173,8 +166,7 @@ impl Pipeline {
             audit,
             store: Mutex::new(None),
             working_dir,
-            handoff: Arc::default(),
-            watchdog: watchdog::Watchdog::default(),
+            engine: execute::Engine::new(shutdown),
         };
         // A fleet store starts connecting (and migrating) at mount.
         if pipeline.host.plan.host.state_url.is_some() {
@@ -349,25 +341,10 @@ impl Pipeline {
 
     /// Stages 6–7 and the post hooks; recording is the caller's.
     async fn run(&self, prepared: Prepared, trace: &mut Trace) -> ToolResult {
-        let Launch {
-            tool,
-            request,
-            limits,
-            cancel,
-            progress,
-            input,
-        } = self.launch(prepared);
+        let Launch { stage6, input } = self.launch(prepared);
+        let tool = stage6.tool.clone();
         // 6. execute
-        let result = execute::run(
-            &self.handoff,
-            tool.clone(),
-            request,
-            limits,
-            cancel,
-            &self.shutdown,
-            progress,
-        )
-        .await;
+        let result = self.engine.run(stage6).await;
         self.after(&tool, &input, trace, result).await
     }
 
@@ -402,11 +379,13 @@ impl Pipeline {
         request.principal = Some(principal);
         request.context = context;
         Launch {
-            tool,
-            request,
-            limits,
-            cancel,
-            progress,
+            stage6: execute::Stage6 {
+                tool,
+                request,
+                limits,
+                cancel,
+                progress,
+            },
             input,
         }
     }

@@ -1,6 +1,7 @@
-//! Deadlines for calls that run on their caller's own thread
-//! ([`super::inline`]), where no `select!` can race the tool against a
-//! timer: one thread keeps every such call's deadline.
+//! Every call's deadline and grace period, kept by one thread: stage 6's
+//! engine ([`super::execute`]) puts each call under watch, whether its tool
+//! runs on a lent thread or on its caller's own ([`super::inline`]), where
+//! no `select!` could race the tool against a timer.
 //!
 //! At a call's deadline the watchdog sets its cancel token; once a cancelled
 //! call (by deadline, by its client or at shutdown) has had its grace period
@@ -28,7 +29,7 @@ const IDLE_NAP: Duration = Duration::from_secs(60);
 /// Answers a call that was abandoned, with why it was cancelled.
 pub type Abandon = Box<dyn FnOnce(Status) + Send>;
 
-/// Keeps the deadlines of calls running on their callers' threads.
+/// Keeps the deadlines of every call in flight.
 #[derive(Clone, Default)]
 pub struct Watchdog {
     shared: Arc<Shared>,
@@ -355,7 +356,13 @@ mod tests {
             let watch = dog.watch(deadline, Duration::from_secs(60), &cancel, Box::new(|_| {}));
             watched.push((i, cancel, watch));
         }
-        std::thread::sleep(Duration::from_millis(300));
+        // The short deadlines fire (each token is the readiness signal);
+        // by then the long ones must still be untouched.
+        for (i, cancel, _) in &watched {
+            if i % 2 == 1 {
+                assert!(cancel.wait_blocking(Duration::from_secs(10)), "call {i}");
+            }
+        }
         for (i, cancel, watch) in watched {
             let expected = (i % 2 == 1).then_some(Status::Timeout);
             assert_eq!(cancel.is_cancelled(), expected.is_some(), "call {i}");

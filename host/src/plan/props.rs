@@ -8,24 +8,14 @@
 use std::path::Path;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 
 use super::env_expand::{expand_str, ExpandError};
 use super::{ModuleSource, Plan, PlanError};
 
 /// Fixed seed and bounded cases in CI; many random cases when long.
 fn config(ci_cases: u32) -> Config {
-    let long = std::env::var_os("TOOLHOST_LONG_TESTS").is_some_and(|v| v == "1");
-    Config {
-        cases: if long { ci_cases * 20 } else { ci_cases },
-        rng_seed: if long {
-            RngSeed::Random
-        } else {
-            RngSeed::Fixed(0x7001_4057)
-        },
-        failure_persistence: None,
-        ..Config::default()
-    }
+    toolhost_testkit::proptest_config(ci_cases, 0x7001_4057)
 }
 
 /// A variable this file sets once and never changes (tests run in threads).

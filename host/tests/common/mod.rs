@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod serve;
+
 /// The folder holding the `toolhost` binary and the module libraries.
 pub fn target_dir() -> PathBuf {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_toolhost"));

@@ -6,23 +6,13 @@
 //! --long` (TOOLHOST_LONG_TESTS=1) runs many more from a random seed.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
+use proptest::test_runner::Config;
 
 use super::flatten::{flatten, MAX_DEPTH};
 use super::html::{markdown_of, to_markdown};
 
 fn config(ci_cases: u32) -> Config {
-    let long = std::env::var_os("TOOLHOST_LONG_TESTS").is_some_and(|v| v == "1");
-    Config {
-        cases: if long { ci_cases * 20 } else { ci_cases },
-        rng_seed: if long {
-            RngSeed::Random
-        } else {
-            RngSeed::Fixed(0x7001_4058)
-        },
-        failure_persistence: None,
-        ..Config::default()
-    }
+    toolhost_testkit::proptest_config(ci_cases, 0x7001_4058)
 }
 
 /// Tags whose text every converter keeps (no nav/aside that extraction

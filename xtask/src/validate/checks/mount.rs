@@ -9,6 +9,7 @@ use toolhost_core::abi::ModuleRef;
 
 use crate::validate::check::{names as n, CheckResult, Verdict};
 use crate::validate::protocol::{Event, Job};
+use crate::validate::worker::session::MountError;
 use crate::validate::worker::{library, logs, session, sink::Sink};
 
 /// The checks of the mount group, in order.
@@ -72,11 +73,11 @@ pub fn run(job: &Job, sink: &Sink) {
     };
     let first = match session::mount(module, &name, &job.config, &job.work_dir) {
         Ok(mounted) => mounted,
-        Err(message) => {
+        Err(error) => {
             sink.result(CheckResult::fail(
                 n::MOUNT_MOUNT,
                 None,
-                mount_failure(&message, &job.config),
+                mount_failure(&error, &job.config),
             ));
             sink.send(&Event::Tools { specs: Vec::new() });
             return skip_rest(sink, "mount failed");
@@ -146,13 +147,11 @@ pub fn run(job: &Job, sink: &Sink) {
                 v.note(format!("config {bad} was accepted"));
                 let _ = mounted.cleanup(CLEANUP_BOUND);
             }
-            Err(message) if message.contains("panicked") => {
-                v.fail(format!("config {bad} made mount panic: {message}"))
-            }
-            Err(message) if message.trim().is_empty() => {
+            Err(MountError::Panicked(message)) => v.fail(format!("config {bad} made mount panic: {message}")),
+            Err(MountError::Refused(message)) if message.trim().is_empty() => {
                 v.fail(format!("config {bad} was refused with an empty message"))
             }
-            Err(message) => refused.push(format!("config {bad}: {message}")),
+            Err(error) => refused.push(format!("config {bad}: {error}")),
         }
     }
     let summary = match refused.first() {
@@ -168,13 +167,11 @@ pub fn run(job: &Job, sink: &Sink) {
     sink.result(host_check(&job.library, &job.config, &job.work_dir));
 }
 
-fn mount_failure(message: &str, config: &Value) -> String {
-    if message.starts_with("mount panicked") {
-        message.to_string()
-    } else if message.contains("panicked") {
-        format!("mount panicked: {message}")
-    } else {
-        format!("mount failed with config {config}: {message}")
+fn mount_failure(error: &MountError, config: &Value) -> String {
+    match error {
+        MountError::Panicked(message) if message.starts_with("mount panicked") => message.clone(),
+        MountError::Panicked(message) => format!("mount panicked: {message}"),
+        other => format!("mount failed with config {config}: {other}"),
     }
 }
 

@@ -20,8 +20,35 @@ pub struct Mounted {
     cleanup: Option<FfiCleanupBox>,
 }
 
+/// Why a mount failed; the checks judge a panic and a refusal differently
+/// (a refused bad config is right, a panic never is).
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    /// `mount` panicked (the SDK caught it and answered with its message).
+    #[error("{0}")]
+    Panicked(String),
+    /// The module refused, with this message (which may be empty).
+    #[error("{0}")]
+    Refused(String),
+    /// The envelope could not be encoded (a bug here, not in the module).
+    #[error("cannot encode the mount envelope: {0}")]
+    Envelope(#[from] serde_json::Error),
+}
+
+impl MountError {
+    /// Sorts a module's error message: the SDK says "mount panicked: …";
+    /// a module built otherwise may still say "panicked" somewhere.
+    fn from_module(message: String) -> MountError {
+        if message.contains("panicked") {
+            MountError::Panicked(message)
+        } else {
+            MountError::Refused(message)
+        }
+    }
+}
+
 /// Mounts `module` with `config`, as toolhost would.
-pub fn mount(module: ModuleRef, name: &str, config: &Value, work_dir: &Path) -> Result<Mounted, String> {
+pub fn mount(module: ModuleRef, name: &str, config: &Value, work_dir: &Path) -> Result<Mounted, MountError> {
     let envelope = MountEnvelope::new(
         config.clone(),
         HostInfo::new(
@@ -30,7 +57,7 @@ pub fn mount(module: ModuleRef, name: &str, config: &Value, work_dir: &Path) -> 
             work_dir.join(".state").to_string_lossy(),
         ),
     );
-    let envelope = serde_json::to_string(&envelope).map_err(|e| e.to_string())?;
+    let envelope = serde_json::to_string(&envelope)?;
     // The host's own coordinator, so the module meets exactly what toolhost
     // gives it; its events go to a bus nobody observes.
     let coordinator = HostCoordinator::new(name, EventBus::new());
@@ -42,7 +69,7 @@ pub fn mount(module: ModuleRef, name: &str, config: &Value, work_dir: &Path) -> 
             tools,
             cleanup: Some(cleanup),
         }),
-        RErr(message) => Err(message.into_string()),
+        RErr(message) => Err(MountError::from_module(message.into_string())),
     }
 }
 
