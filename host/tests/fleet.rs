@@ -56,6 +56,15 @@ fn the_postgres_audit_sink_keeps_one_chain_per_host_and_reports_outages() {
         r#"host-a/1/{"n":1} host-a/2/{"n":2} host-b/1/{"b":1}"#
     );
 
+    // A second process under host-a's id: the first one's next append is
+    // refused instead of forking the chain.
+    a_again.append(r#"{"n":"other process"}"#).unwrap();
+    match a.append(r#"{"n":"fork"}"#) {
+        Err(AuditSinkError::Unavailable(m)) => assert!(m.contains("host_id"), "{m}"),
+        other => panic!("a forking append was accepted: {other:?}"),
+    }
+    assert_eq!(a.last().unwrap().as_deref(), Some(r#"{"n":"other process"}"#));
+
     // PostgreSQL gone: Unavailable, not success; back: the chain goes on.
     cluster.stop();
     assert!(matches!(
@@ -68,7 +77,7 @@ fn the_postgres_audit_sink_keeps_one_chain_per_host_and_reports_outages() {
     assert_eq!(a.last().unwrap().as_deref(), Some(r#"{"n":3}"#));
     assert_eq!(
         cluster.psql("SELECT max(seq) FROM toolhost_audit WHERE host_id = 'host-a'"),
-        "3"
+        "4"
     );
 
     // A server that is not there at all.
