@@ -26,10 +26,15 @@ use crate::plan::HostSection;
 /// The `prev_sha256` of the first record of a chain.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The sink the plan's `[host]` section asks for: the JSONL file at
-/// `audit_log`, or none. The one place a sink is chosen (a shared store
-/// joins here).
+/// The sink the plan's `[host]` section asks for: with `state_url`, this
+/// host's chain in PostgreSQL (a fleet's records live beside its shared
+/// idempotency keys, whatever `audit_log` says); else the JSONL file at
+/// `audit_log`, or none. The one place a sink is chosen.
 pub fn sink_for(host: &HostSection) -> Result<Option<Box<dyn AuditSink>>, AuditSinkError> {
+    if let Some(url) = &host.state_url {
+        let host_id = crate::state::config::host_id(host);
+        return Ok(Some(Box::new(crate::state::postgres::open_audit_sink(url, &host_id)?)));
+    }
     match &host.audit_log {
         Some(path) => Ok(Some(Box::new(FileSink::open(std::path::Path::new(path))?))),
         None => Ok(None),

@@ -88,6 +88,12 @@ impl Engine {
         }
     }
 
+    /// The token that cancels every call at shutdown (a keyed call waiting
+    /// for another's result stops waiting with it).
+    pub fn shutdown(&self) -> &CancelToken {
+        &self.shutdown
+    }
+
     /// Runs the call on a lent blocking thread and returns the tool's
     /// result (or the host's, when the tool was abandoned).
     pub async fn run(&self, call: Stage6) -> ToolResult {

@@ -314,16 +314,21 @@ impl Pipeline {
             if let Some(audit) = &self.audit {
                 record::intent(audit, &tool, id, &input, trace).map_err(|e| {
                     trace.decision = "audit_failed";
-                    ToolResult::failure(
+                    let mut refused = ToolResult::failure(
                         id,
                         Status::Error,
                         record::AUDIT_UNAVAILABLE,
                         format!(
-                            "'{}' was not run: its audit record could not be written ({e});                              side-effecting calls wait until the audit log can be written",
+                            "'{}' was not run: its audit record could not be written ({e}); \
+                             side-effecting calls wait until the audit log can be written",
                             tool.name()
                         ),
                     )
-                    .with_details(json!({ "retryable_after": "the audit log is writable again" }))
+                    .with_details(json!({ "retryable_after": "the audit log is writable again" }));
+                    if let Some(err) = refused.error.as_mut() {
+                        err.retryable = true;
+                    }
+                    refused
                 })?;
             }
         }
@@ -480,7 +485,7 @@ impl Pipeline {
             lease: idempotency::lease_for(timeout, Duration::from_millis(host.cancel_grace_ms)),
             ttl: crate::state::config::ttl(host).unwrap_or(crate::state::config::DEFAULT_TTL),
             cancel: call.cancel.as_ref(),
-            shutdown: &self.shutdown,
+            shutdown: self.engine.shutdown(),
         };
         idempotency::begin(&store, keyed).await.map(Some)
     }

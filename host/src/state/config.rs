@@ -48,16 +48,21 @@ pub fn check(host: &HostSection) -> Result<(), String> {
     Ok(())
 }
 
-/// This host's id in shared state: `[host] host_id`, else the hostname.
+/// This host's id in shared state (its audit chain): `[host] host_id`, else
+/// the hostname and this process's id. The process id is part of the
+/// default because two processes appending to one chain would fork it (the
+/// PostgreSQL sink refuses the second writer's records); a plan that wants
+/// one chain across restarts names the host, one process per name.
 pub fn host_id(host: &HostSection) -> String {
     if let Some(id) = &host.host_id {
         return id.clone();
     }
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .ok()
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".into())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{name}/{}", std::process::id())
 }
 
 /// A URL with its password replaced, for messages and logs.
