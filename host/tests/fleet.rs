@@ -354,9 +354,17 @@ fn two_hosts_share_idempotency_through_postgres_across_an_outage() {
         ));
         let records = lines.lines().count();
         assert!(records >= 100, "{id}: only {records} audit records");
-        let file = env.dir.path().join(format!("chain-{}.jsonl", id.replace('/', "_")));
+        let file = env
+            .dir
+            .path()
+            .join(format!("chain-{}.jsonl", id.replace('/', "_")));
         std::fs::write(&file, format!("{lines}\n")).unwrap();
-        let out = env.command().args(["audit", "verify"]).arg(&file).output().unwrap();
+        let out = env
+            .command()
+            .args(["audit", "verify"])
+            .arg(&file)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "{id}: audit verify failed: {}{}",

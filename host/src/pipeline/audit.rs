@@ -33,7 +33,9 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 pub fn sink_for(host: &HostSection) -> Result<Option<Box<dyn AuditSink>>, AuditSinkError> {
     if let Some(url) = &host.state_url {
         let host_id = crate::state::config::host_id(host);
-        return Ok(Some(Box::new(crate::state::postgres::open_audit_sink(url, &host_id)?)));
+        return Ok(Some(Box::new(crate::state::postgres::open_audit_sink(
+            url, &host_id,
+        )?)));
     }
     match &host.audit_log {
         Some(path) => Ok(Some(Box::new(FileSink::open(std::path::Path::new(path))?))),

@@ -1,7 +1,8 @@
 //! When the host says a session ended (an MCP session closed or expired, a
-//! CLI process exiting), the files that session read stop counting as read:
-//! its read-before-write records are dropped, so they neither grow for the
-//! life of the server nor vouch for a later session that reuses the id.
+//! CLI process exiting), the files that session read stop counting as read
+//! and its undo history goes: its read-before-write records and the content
+//! `undo_edit` would restore are dropped, so they neither grow for the life
+//! of the server nor serve a later session that reuses the id.
 
 use toolhost_core::{Coordinator, Level};
 
@@ -12,6 +13,7 @@ pub fn register(coordinator: &Coordinator, state: State) {
     let log = coordinator.clone();
     coordinator.on_session_end(move |session| {
         let dropped = state.reads.forget_session(session);
+        state.history.forget_session(session);
         if dropped > 0 {
             log.log(
                 Level::Debug,
