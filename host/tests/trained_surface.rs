@@ -6,10 +6,9 @@
 //! Rows whose canonical parameter another branch adds (grep's `-A`/`-B`,
 //! `multiline`, `type`, `offset`, line numbers; edit_file's `edits`;
 //! undo_edit; bash's fractional `timeout`; bash_output's `filter`) are in
-//! the separate lists [`NEEDS_FS_BRANCH`] and [`NEEDS_SHELL_BRANCH`]. They
-//! are never skipped: while the canonical tool refuses the parameter, the
-//! row must fail as a validation error naming the caller's parameter;
-//! once it accepts it, the full comparison runs and must pass.
+//! the separate lists [`NEEDS_FS_BRANCH`] and [`NEEDS_SHELL_BRANCH`]. Those
+//! branches are merged, so every such row must now run the full
+//! comparison: a row refused for its parameter fails the test.
 
 mod common;
 
@@ -631,14 +630,12 @@ fn trained_calls_match_their_canonical_calls() {
 }
 
 #[test]
-fn rows_needing_other_branches_are_refused_in_the_callers_terms_until_then() {
+fn rows_that_needed_other_branches_are_all_compared() {
     let (_tmp, ctx) = ctx();
     let host = host(&ctx, "");
-    let mut report = Vec::new();
     for row in NEEDS_FS_BRANCH.iter().chain(NEEDS_SHELL_BRANCH) {
-        report.push(format!("{}: {}", row.label, pending(&ctx, &host, row)));
+        assert_eq!(pending(&ctx, &host, row), "compared", "{}", row.label);
     }
-    eprintln!("{}", report.join("\n"));
 }
 
 /// A canonical call whose result is not failure-for-the-parameter runs
@@ -730,9 +727,10 @@ fn errors_name_the_parameters_of_the_schema_the_caller_used() {
     let m = message("Grep", json!({"pattern": "x", "-C": -1}));
     assert!(m.contains("/-C") && !m.contains("/context"), "{m}");
     // Amp's shape under the colliding name, family not selected: the
-    // canonical tool's terms.
+    // canonical tool's terms (its required `file_path`; `old_string` is
+    // optional there since `edits` may replace it).
     let m = message("edit_file", json!({"path": "a", "old_str": "x", "new_str": "y"}));
-    assert!(m.contains("old_string") && m.contains("'edit_file'"), "{m}");
+    assert!(m.contains("file_path") && m.contains("'edit_file'"), "{m}");
 }
 
 #[test]
