@@ -76,3 +76,46 @@ fn files_that_are_not_shared_libraries_are_refused_by_the_parser() {
         assert!(stdout.contains(expect), "{path}: {stdout}");
     }
 }
+
+/// A FIFO (or any non-regular file) named as a module is refused at once
+/// (the locator accepts only regular files, and the inspection opens
+/// non-blocking and checks again), so `list` neither hangs waiting for a
+/// writer nor reads an endless device.
+#[test]
+fn a_fifo_or_device_named_as_a_module_is_refused_without_hanging() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("module.so");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("run mkfifo");
+    assert!(made.success(), "mkfifo failed");
+    for path in [fifo.as_path(), Path::new("/dev/zero")] {
+        let env = Env::new(&format!("[[tools]]\npath = \"{}\"\n", path.display()));
+        let mut child = env
+            .command()
+            .arg("list")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run toolhost");
+        // Bounded wait: a hang (the old blocking open or a whole-file read of
+        // /dev/zero) fails the test instead of stalling the suite.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("`toolhost list` hung on {}", path.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().expect("output");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!status.success(), "{}: {all}", path.display());
+        assert!(all.contains("not a regular file"), "{}: {all}", path.display());
+    }
+}
