@@ -1006,3 +1006,85 @@ fn an_idempotency_key_sees_the_mapped_input() {
         "the replay did not write again"
     );
 }
+
+/// Amp's `undo_edit` (`path`) under the colliding name, after an Amp-shaped
+/// `edit_file`: the same flow as the canonical `edit_file` then `undo_edit`
+/// (`file_path`), step by step, and both end with the file as it was.
+#[test]
+fn amp_undo_edit_after_an_amp_edit_matches_the_canonical_flow() {
+    let (_tmp, ctx) = ctx();
+    let host = host(&ctx, "colliding_families = [\"amp\"]");
+    let flows: [[(&str, Value); 3]; 2] = [
+        [
+            (
+                "edit_file",
+                json!({"path": ctx.path("edit.txt"), "old_str": "three", "new_str": "3"}),
+            ),
+            ("undo_edit", json!({"path": ctx.path("edit.txt")})),
+            ("undo_edit", json!({"path": ctx.path("edit.txt")})),
+        ],
+        [
+            (
+                "edit_file",
+                json!({"file_path": ctx.path("edit.txt"), "old_string": "three", "new_string": "3"}),
+            ),
+            ("undo_edit", json!({"file_path": ctx.path("edit.txt")})),
+            ("undo_edit", json!({"file_path": ctx.path("edit.txt")})),
+        ],
+    ];
+    let mut seen = Vec::new();
+    for flow in flows {
+        reset_tree(&ctx.dir);
+        let original = std::fs::read_to_string(ctx.dir.join("edit.txt")).expect("edit.txt");
+        let mut steps = Vec::new();
+        for (name, input) in flow {
+            let result = host.call(name, input);
+            let mut output = result.output.clone();
+            normalize(&mut output);
+            steps.push((
+                result.status.as_str().to_string(),
+                result.error.as_ref().map(|e| e.code.clone()),
+                output,
+                std::fs::read_to_string(ctx.dir.join("edit.txt")).expect("edit.txt"),
+            ));
+        }
+        assert_eq!(steps[0].0, "success", "the edit: {steps:?}");
+        assert_eq!(steps[1].0, "success", "the undo: {steps:?}");
+        assert_eq!(steps[1].3, original, "the undo restores the file: {steps:?}");
+        assert_eq!(
+            steps[2].1.as_deref(),
+            Some("nothing_to_undo"),
+            "a second undo has nothing left: {steps:?}"
+        );
+        seen.push(steps);
+    }
+    assert_eq!(seen[0], seen[1], "Amp's and the canonical undo flows differ");
+}
+
+/// Claude Code's `Read` with `pages` on a PDF (generated here) gives what
+/// `read_file` with `pages` gives: that page's text only.
+#[test]
+fn read_with_pages_on_a_pdf_matches_read_file() {
+    let (_tmp, ctx) = ctx();
+    let host = host(&ctx, "");
+    let doc = ctx.dir.join("doc.pdf");
+    std::fs::write(
+        &doc,
+        common::pdf::pdf(&["Hello first page", "Second words", "Third end"]),
+    )
+    .expect("pdf");
+    let input = json!({"file_path": doc.display().to_string(), "pages": "2"});
+    let trained = host.call("Read", input.clone());
+    let canonical = host.call("read_file", input);
+    assert_eq!(trained.status.as_str(), "success", "{trained:?}");
+    let (mut a, mut b) = (trained.output.clone(), canonical.output.clone());
+    normalize(&mut a);
+    normalize(&mut b);
+    assert_eq!(a, b, "Read and read_file differ on pages");
+    let text = a.to_string();
+    assert!(
+        text.contains("Second words") && !text.contains("Hello first page"),
+        "{text}"
+    );
+    std::fs::remove_file(&doc).expect("remove pdf");
+}

@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod pdf;
 pub mod serve;
 
 /// The folder holding the `toolhost` binary and the module libraries.
