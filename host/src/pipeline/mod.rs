@@ -237,8 +237,24 @@ impl Pipeline {
         record::finish(&self.host.events, self.audit.as_deref(), pending, result)
     }
 
-    /// Stages 1–4 (and the idempotency lookup).
-    async fn prepare(&self, id: &str, mut call: Call, trace: &mut Trace) -> Result<Prepared, ToolResult> {
+    /// Stages 1–4 (and the idempotency lookup). A refusal leaves the host
+    /// through the same output guardrail as a tool's result: a validation
+    /// error quotes the caller's input, which may hold a secret.
+    async fn prepare(&self, id: &str, call: Call, trace: &mut Trace) -> Result<Prepared, ToolResult> {
+        self.stages_1_to_4(id, call, trace).await.map_err(|mut refusal| {
+            if let Some(redactor) = &self.redactor {
+                redactor.redact_result(&mut refusal);
+            }
+            refusal
+        })
+    }
+
+    async fn stages_1_to_4(
+        &self,
+        id: &str,
+        mut call: Call,
+        trace: &mut Trace,
+    ) -> Result<Prepared, ToolResult> {
         // 1. resolve
         let resolved = resolve::call(&self.host, id, &call.name)?;
         let tool = resolved.tool.clone();
@@ -284,7 +300,7 @@ impl Pipeline {
             trace.approved_by = Some(by);
         }
         // Idempotency: claim the key, or wait for and replay its result.
-        match self.claim(&tool, id, &call).await? {
+        match self.claim(&tool, id, &call, &trace.principal).await? {
             Some(idempotency::Begun::Replay(replayed)) => {
                 trace.replayed = true;
                 return Err(*replayed);
@@ -454,6 +470,7 @@ impl Pipeline {
         tool: &MountedTool,
         id: &str,
         call: &Call,
+        principal: &str,
     ) -> Result<Option<idempotency::Begun>, ToolResult> {
         let Some(key) = call.idempotency_key.as_deref() else {
             return Ok(None);
@@ -462,6 +479,11 @@ impl Pipeline {
             return Ok(None);
         }
         idempotency::check_key(id, key)?;
+        // Keys belong to their principal: another principal's same key is
+        // another key, so it can neither replay nor suppress this one's
+        // call. Length-prefixed, so no principal/key pair can spell another.
+        let scoped = format!("{}:{principal}:{key}", principal.len());
+        let key = scoped.as_str();
         let store = self.store().map_err(|e| {
             let mut refused = ToolResult::failure(
                 id,
