@@ -129,7 +129,12 @@ impl Drop for Claimed {
 /// What the pipeline knows about a keyed call.
 pub(crate) struct KeyedCall<'a> {
     pub id: &'a str,
+    /// The caller's key, as messages show it.
     pub key: &'a str,
+    /// Who the call runs for: a key belongs to its principal, so another
+    /// principal's same key is another key in the store (it can neither
+    /// replay nor suppress this one's call).
+    pub principal: &'a str,
     pub tool: &'a str,
     pub input: &'a Value,
     /// The call's own deadline: the longest it waits for another owner.
@@ -170,7 +175,8 @@ pub(crate) fn lease_for(timeout: Duration, grace: Duration) -> Duration {
 /// Claims the call's key, waiting while another call holds it.
 pub(crate) async fn begin(store: &Arc<Store>, call: KeyedCall<'_>) -> Result<Begun, ToolResult> {
     let intent = Intent {
-        key: call.key.to_string(),
+        // Length-prefixed, so no principal/key pair can spell another.
+        key: format!("{}:{}:{}", call.principal.len(), call.principal, call.key),
         tool: call.tool.to_string(),
         digest: canonical::digest(call.input),
         owner: owner_id(call.id),

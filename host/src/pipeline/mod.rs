@@ -479,11 +479,6 @@ impl Pipeline {
             return Ok(None);
         }
         idempotency::check_key(id, key)?;
-        // Keys belong to their principal: another principal's same key is
-        // another key, so it can neither replay nor suppress this one's
-        // call. Length-prefixed, so no principal/key pair can spell another.
-        let scoped = format!("{}:{principal}:{key}", principal.len());
-        let key = scoped.as_str();
         let store = self.store().map_err(|e| {
             let mut refused = ToolResult::failure(
                 id,
@@ -501,6 +496,7 @@ impl Pipeline {
         let keyed = idempotency::KeyedCall {
             id,
             key,
+            principal,
             tool: tool.name(),
             input: &call.input,
             timeout,

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -75,29 +75,36 @@ impl Store {
         let mut conn = Connection::open(&path).map_err(context)?;
         // Waits for another process's transaction instead of failing.
         conn.busy_timeout(Duration::from_secs(10)).map_err(context)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(context)?;
+        // Switching a new file to WAL, and the first transaction while
+        // another process does the same, can answer "database is locked"
+        // at once, without the busy handler (two CLI calls opening a fresh
+        // store together hit it): retried until the same 10 s.
+        let opening = Instant::now() + Duration::from_secs(10);
+        while_locked(opening, || conn.pragma_update(None, "journal_mode", "WAL")).map_err(context)?;
         conn.pragma_update(None, "synchronous", "FULL").map_err(context)?;
-        let txn = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(context)?;
-        let version: i64 = txn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(context)?;
+        // The schema in one immediate transaction, retried whole.
+        let set_up = |conn: &mut Connection| -> rusqlite::Result<i64> {
+            let txn = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let version: i64 = txn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            if version > SCHEMA_VERSION {
+                return Ok(version);
+            }
+            txn.execute_batch(SCHEMA)?;
+            txn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            txn.execute(
+                "DELETE FROM idempotency WHERE expires_at_ms <= ?1",
+                params![now_ms()],
+            )?;
+            txn.commit()?;
+            Ok(version)
+        };
+        let version = while_locked(opening, || set_up(&mut conn)).map_err(context)?;
         if version > SCHEMA_VERSION {
             return Err(StateError::Broken(format!(
                 "the idempotency store {} has schema version {version}, newer than this toolhost ({SCHEMA_VERSION}); upgrade toolhost or use another state_dir",
                 path.display()
             )));
         }
-        txn.execute_batch(SCHEMA).map_err(context)?;
-        txn.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(context)?;
-        txn.execute(
-            "DELETE FROM idempotency WHERE expires_at_ms <= ?1",
-            params![now_ms()],
-        )
-        .map_err(context)?;
-        txn.commit().map_err(context)?;
         Ok(Store {
             conn: Mutex::new(conn),
         })
@@ -187,5 +194,26 @@ impl Store {
             )
             .map_err(unavailable)?;
         Ok(())
+    }
+}
+
+/// Runs `attempt` again while SQLite answers busy or locked, until
+/// `deadline` (then its last error).
+fn while_locked<T>(
+    deadline: Instant,
+    mut attempt: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    loop {
+        match attempt() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
     }
 }
