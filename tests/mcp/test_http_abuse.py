@@ -211,6 +211,65 @@ def test_sessions_are_capped_and_deleting_one_ends_its_calls(workspace):
         server.stop()
 
 
+def server_side_sockets(port: int) -> list[int]:
+    """The receive-queue sizes of the established connections whose local
+    end is `port` (from /proc/net/tcp)."""
+    queues = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state, queue = fields[1], fields[3], fields[4]
+        if int(local.rsplit(":", 1)[1], 16) == port and state == "01":
+            queues.append(int(queue.split(":")[1], 16))
+    return queues
+
+
+def unread_by_server(port: int) -> int:
+    return sum(server_side_sockets(port))
+
+
+def accepted_by_server(port: int) -> int:
+    return len(server_side_sockets(port))
+
+
+def test_initialize_calls_racing_for_the_last_places_never_pass_the_cap(workspace):
+    """Forty `initialize` calls whose headers all arrive before any body,
+    against a cap of three: exactly three sessions open and the rest get 503.
+    (The cap was checked before the body was read and the session created
+    after it, so every racer saw room and all forty opened.)"""
+    ws = workspace()
+    server = start(ws, "--max-sessions", "3")
+    port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+    racers = []
+    try:
+        bodies = [init_body(rid=i).encode() for i in range(40)]
+        for body in bodies:
+            s = socket.create_connection(("127.0.0.1", port))
+            head = (
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer tok\r\n"
+                f"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            s.sendall(head.encode())
+            racers.append(s)
+        # Readiness: the server has read every header (its side of each
+        # connection has nothing left to read), so every racer is waiting
+        # for its body, past the first look at the cap.
+        assert wait_until(lambda: unread_by_server(port) == 0 and accepted_by_server(port) >= 40, timeout=10)
+        for s, body in zip(racers, bodies):
+            s.sendall(body)
+        codes = []
+        for s in racers:
+            s.settimeout(30)
+            status = s.recv(64).split(b" ", 2)
+            codes.append(int(status[1]))
+        assert sorted(set(codes)) == [200, 503], codes
+        assert codes.count(200) == 3, codes
+    finally:
+        for s in racers:
+            s.close()
+        server.stop()
+
+
 def test_idle_sessions_expire(workspace):
     ws = workspace()
     server = start(ws, "--session-idle-secs", "1")

@@ -108,6 +108,10 @@ struct Routing {
     /// Refusals are logged at most once per window (a flood must not flood
     /// the log as well).
     refusals: std::sync::Mutex<accept::RateLimitedLog>,
+    /// Held from the cap check until rmcp has registered the new session:
+    /// without it two `initialize` calls racing for the last place both
+    /// saw room and the server held one session past its cap.
+    admission: tokio::sync::Mutex<()>,
 }
 
 /// Serves until `shutdown` fires. Errors are for the user (bad address, no
@@ -149,6 +153,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Opti
         calls: calls.clone(),
         max_sessions: options.max_sessions,
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
+        admission: tokio::sync::Mutex::new(()),
     });
     let sweeper = tokio::spawn(sessions::sweep(calls, manager, sweep_every(options.session_idle)));
     eprintln!(
@@ -263,33 +268,9 @@ async fn route(routing: &Routing, mut request: Request<Incoming>) -> Response<Bo
 /// refuses). Capped by `max_sessions`; its body is read here to learn the
 /// protocol version it asks for.
 async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<Body> {
-    let live = routing.manager.sessions.read().await.len();
-    if live >= routing.max_sessions {
-        let admitted = routing
-            .refusals
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .admit();
-        if let Some(suppressed) = admitted {
-            tracing::warn!(
-                live,
-                suppressed,
-                "refused a new MCP session: max_sessions reached"
-            );
-        }
-        let mut refused = auth::refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "too many sessions: this server holds at most {} (max_sessions); \
-                 end one with DELETE or wait for idle ones to expire\n",
-                routing.max_sessions
-            ),
-        );
-        // The body is left unread, so the connection cannot be reused.
-        refused.headers_mut().insert(
-            hyper::header::CONNECTION,
-            hyper::header::HeaderValue::from_static("close"),
-        );
+    // A cheap first look, before the body is read: a flood is refused
+    // without reading what it sends.
+    if let Some(refused) = refuse_if_full(routing).await {
         return refused;
     }
     let (parts, body) = request.into_parts();
@@ -305,7 +286,49 @@ async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<
     let asked = asked_version(&bytes);
     let version = priming::version_of(&parts.headers, asked.as_deref());
     let request = Request::from_parts(parts, Full::new(bytes));
-    without_priming_unless(&version, routing.mcp.handle(request).await)
+    // The decisive look: under the admission lock, held until rmcp has
+    // created the session (it does so before it answers the initialize).
+    let admitted = routing.admission.lock().await;
+    if let Some(refused) = refuse_if_full(routing).await {
+        return refused;
+    }
+    let response = routing.mcp.handle(request).await;
+    drop(admitted);
+    without_priming_unless(&version, response)
+}
+
+/// A 503 when `max_sessions` sessions are live, its log line rate-limited.
+async fn refuse_if_full(routing: &Routing) -> Option<Response<Body>> {
+    let live = routing.manager.sessions.read().await.len();
+    if live < routing.max_sessions {
+        return None;
+    }
+    let admitted = routing
+        .refusals
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .admit();
+    if let Some(suppressed) = admitted {
+        tracing::warn!(
+            live,
+            suppressed,
+            "refused a new MCP session: max_sessions reached"
+        );
+    }
+    let mut refused = auth::refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "too many sessions: this server holds at most {} (max_sessions); \
+             end one with DELETE or wait for idle ones to expire\n",
+            routing.max_sessions
+        ),
+    );
+    // The body may be left unread, so the connection cannot be reused.
+    refused.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    Some(refused)
 }
 
 /// `params.protocolVersion` of an `initialize` request body.
