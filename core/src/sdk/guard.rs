@@ -7,14 +7,28 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// A panic caught at an entry point, as its (bounded) message. Crate
+/// private: every caller words its own sentence around it ("tool 'x'
+/// panicked: …", "mount panicked: …"), so it only needs to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Panicked(pub(crate) String);
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Panicked {}
+
 /// Runs `f`, turning a panic into its message.
-pub(crate) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub(crate) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
         let message = panic_message(payload.as_ref());
         // Dropping a payload can itself panic (a payload whose Drop panics);
         // forget it rather than risk unwinding out of the guard.
         std::mem::forget(payload);
-        message
+        Panicked(message)
     })
 }
 
@@ -50,8 +64,11 @@ mod tests {
     #[test]
     fn catches_str_and_string_panics() {
         assert_eq!(guard(|| 5), Ok(5));
-        assert_eq!(guard(|| -> i32 { panic!("boom") }), Err("boom".into()));
+        assert_eq!(guard(|| -> i32 { panic!("boom") }), Err(Panicked("boom".into())));
         let n = 3;
-        assert_eq!(guard(|| -> i32 { panic!("boom {n}") }), Err("boom 3".into()));
+        assert_eq!(
+            guard(|| -> i32 { panic!("boom {n}") }),
+            Err(Panicked("boom 3".into()))
+        );
     }
 }

@@ -69,7 +69,7 @@ impl SessionHooks {
         let mut panicked = Vec::new();
         for handler in handlers.iter() {
             if let Err(panic) = guard(|| handler(&request.session_id)) {
-                panicked.push(panic);
+                panicked.push(panic.0);
             }
         }
         if panicked.is_empty() {
