@@ -79,7 +79,10 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
 }
 
 /// The shared state for a config and a mount-time working dir (also used by tests).
-pub fn build_state(working_dir: &std::path::Path, config: Config) -> Result<state::State, String> {
+pub fn build_state(
+    working_dir: &std::path::Path,
+    config: Config,
+) -> Result<state::State, policy::PolicyError> {
     build_state_in(working_dir, config, None)
 }
 
@@ -89,7 +92,7 @@ pub fn build_state_in(
     working_dir: &std::path::Path,
     config: Config,
     state_dir: Option<&std::path::Path>,
-) -> Result<state::State, String> {
+) -> Result<state::State, policy::PolicyError> {
     let policy = policy::Policy::new(&config, working_dir)?;
     Ok(Arc::new(Shared {
         policy,

@@ -336,7 +336,7 @@ fn read_file_answers_as_the_model_of_the_tree_says() {
         let tmp_len = tmp.components().count() - 1;
         let tree = build(&tmp, &ops, &names);
         let root = tmp.join("root");
-        let state = toolhost_filesystem::build_state(&root, Config::default()).map_err(TestCaseError::fail)?;
+        let state = toolhost_filesystem::build_state(&root, Config::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let read = ReadFile { state };
         let ctx = TestContext::new();
         // The random paths, then every node of the tree by its own path.

@@ -12,6 +12,8 @@ use std::path::Path;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
+use super::PolicyError;
+
 use super::path::{absolutize, normalized};
 
 /// The compiled `denied_paths`.
@@ -29,36 +31,40 @@ pub struct DenyRules {
     path_rule: Vec<usize>,
 }
 
-fn glob(pattern: &str) -> Result<Glob, String> {
+fn glob(pattern: &str) -> Result<Glob, PolicyError> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map_err(|e| format!("denied_paths entry {pattern:?} is not a valid glob: {e}"))
+        .map_err(|error| PolicyError::DenyGlob {
+            entry: pattern.to_string(),
+            error,
+        })
 }
 
-fn build(set: GlobSetBuilder) -> Result<GlobSet, String> {
-    set.build()
-        .map_err(|e| format!("denied_paths cannot be compiled: {e}"))
+fn build(set: GlobSetBuilder) -> Result<GlobSet, PolicyError> {
+    set.build().map_err(PolicyError::DenyCompile)
 }
 
 impl DenyRules {
     /// Compiles the rules; relative path rules resolve against `working_dir`.
-    pub fn new(rules: &[String], working_dir: &Path, home: Option<&Path>) -> Result<Self, String> {
+    pub fn new(rules: &[String], working_dir: &Path, home: Option<&Path>) -> Result<Self, PolicyError> {
         let (mut names, mut name_rule) = (GlobSetBuilder::new(), Vec::new());
         let (mut paths, mut path_rule) = (GlobSetBuilder::new(), Vec::new());
         for (index, text) in rules.iter().enumerate() {
             let trimmed = text.trim_end_matches('/');
             if trimmed.is_empty() {
-                return Err(format!("denied_paths entry {text:?} is empty or `/`"));
+                return Err(PolicyError::EmptyDenyRule { entry: text.clone() });
             }
             if !trimmed.contains('/') && !trimmed.starts_with('~') {
                 names.add(glob(trimmed)?);
                 name_rule.push(index);
                 continue;
             }
-            let abs = absolutize(trimmed, working_dir, home)
-                .map_err(|e| format!("denied_paths entry {text:?}: {}", e.message()))?;
+            let abs = absolutize(trimmed, working_dir, home).map_err(|e| PolicyError::DenyPath {
+                entry: text.clone(),
+                reason: e.message().to_string(),
+            })?;
             let mut forms = vec![abs.clone()];
             // A literal path that exists may be reached through a symlinked
             // ancestor (a symlinked home): deny its real location too.

@@ -8,6 +8,7 @@
 //! location is checked again against the roots and the deny rules.
 
 pub mod deny;
+mod error;
 pub mod fd;
 pub mod links;
 pub mod locate;
@@ -26,6 +27,7 @@ use toolhost_core::ToolError;
 
 use crate::config::Config;
 use deny::DenyRules;
+pub use error::PolicyError;
 use fd::Links;
 use roots::{Root, RootFd, Roots};
 
@@ -98,21 +100,21 @@ pub struct WriteTarget {
 
 impl Policy {
     /// Compiles the policy from the config and the mount-time working dir.
-    pub fn new(config: &Config, mount_dir: &Path) -> Result<Policy, String> {
+    pub fn new(config: &Config, mount_dir: &Path) -> Result<Policy, PolicyError> {
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
         let configured_dir = match &config.working_dir {
             Some(dir) => Some(
                 path::absolutize(dir, mount_dir, home.as_deref())
-                    .map_err(|e| format!("working_dir: {}", e.message()))?,
+                    .map_err(|e| PolicyError::WorkingDir(e.message().to_string()))?,
             ),
             None => None,
         };
         let base = configured_dir
             .clone()
             .unwrap_or_else(|| path::normalize(mount_dir));
-        let roots = |list: &Option<Vec<String>>, key: &'static str| -> Result<Roots, String> {
+        let roots = |list: &Option<Vec<String>>, key: &'static str| -> Result<Roots, PolicyError> {
             let entries = list
                 .clone()
                 .unwrap_or_else(|| vec![base.to_string_lossy().into_owned()]);
@@ -121,7 +123,11 @@ impl Policy {
                 .map(|e| {
                     Root::new(e, &base, home.as_deref())
                         .map(Arc::new)
-                        .map_err(|m| format!("{key} entry {e:?}: {m}"))
+                        .map_err(|m| PolicyError::Root {
+                            key,
+                            entry: e.clone(),
+                            reason: m.message().to_string(),
+                        })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Roots { roots, key })

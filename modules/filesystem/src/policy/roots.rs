@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use rustix::fs::{AtFlags, Stat};
+use toolhost_core::ToolError;
 
 use super::fd;
 use super::path::{absolutize, below};
@@ -56,8 +57,8 @@ pub struct Root {
 
 impl Root {
     /// Resolves a configured entry against the working dir and home.
-    pub fn new(configured: &str, working_dir: &Path, home: Option<&Path>) -> Result<Root, String> {
-        let lexical = absolutize(configured, working_dir, home).map_err(|e| e.message().to_string())?;
+    pub fn new(configured: &str, working_dir: &Path, home: Option<&Path>) -> Result<Root, ToolError> {
+        let lexical = absolutize(configured, working_dir, home)?;
         let canonical = canonical_or_missing(&lexical);
         Ok(Root {
             configured: configured.to_string(),
