@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::policy::address::AddressPolicy;
-use crate::policy::domain::{normalize_host, DomainList};
+use crate::policy::address::{AddressListError, AddressPolicy};
+use crate::policy::domain::{normalize_host, DomainList, DomainListError};
 use crate::policy::Policy;
 
 /// The web module's config; every key is optional.
@@ -127,19 +127,64 @@ pub struct Settings {
     pub extract_main_content: bool,
 }
 
-fn seconds(key: &str, value: f64) -> Result<Duration, String> {
+/// A config the module refuses at mount; each message names the key and
+/// says what to write.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `allow_private_networks` has an entry that is not a network.
+    #[error(transparent)]
+    Networks(#[from] AddressListError),
+    /// `allowed_domains` or `blocked_domains` has an entry that is not a
+    /// domain.
+    #[error(transparent)]
+    Domains(#[from] DomainListError),
+    /// A `resolve` address that is not an IP address.
+    #[error("resolve.{host}: {value:?} is not an IP address")]
+    NotAnAddress {
+        /// The host.
+        host: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A `resolve` entry with no addresses.
+    #[error("resolve.{host}: give at least one address")]
+    NoAddresses {
+        /// The host.
+        host: String,
+    },
+    /// `max_response_bytes` out of range.
+    #[error("max_response_bytes must be between 1024 and 1073741824 (got {0})")]
+    MaxResponseBytes(u64),
+    /// `default_limit = 0`.
+    #[error("default_limit must be at least 1 character")]
+    DefaultLimit,
+    /// `max_redirects` over 20.
+    #[error("max_redirects must be at most 20 (got {0})")]
+    MaxRedirects(u32),
+    /// `user_agent` empty or spanning lines.
+    #[error("user_agent must be a non-empty single line")]
+    UserAgent,
+    /// A timeout out of range.
+    #[error("{key} must be a number of seconds between 0 and 86400 (got {value})")]
+    Seconds {
+        /// The key.
+        key: &'static str,
+        /// The value as written.
+        value: f64,
+    },
+}
+
+fn seconds(key: &'static str, value: f64) -> Result<Duration, ConfigError> {
     if value.is_finite() && value > 0.0 && value <= 86_400.0 {
         Ok(Duration::from_secs_f64(value))
     } else {
-        Err(format!(
-            "{key} must be a number of seconds between 0 and 86400 (got {value})"
-        ))
+        Err(ConfigError::Seconds { key, value })
     }
 }
 
 impl Settings {
     /// Validates the config; errors name the key and say what to write.
-    pub fn from_config(config: &Config) -> Result<Settings, String> {
+    pub fn from_config(config: &Config) -> Result<Settings, ConfigError> {
         let policy = Policy {
             addresses: AddressPolicy::new(&config.allow_private_networks)?,
             allowed_domains: DomainList::new("allowed_domains", &config.allowed_domains)?,
@@ -152,34 +197,29 @@ impl Settings {
                 .map(|a| {
                     a.trim_matches(['[', ']'])
                         .parse::<IpAddr>()
-                        .map_err(|_| format!("resolve.{host}: {a:?} is not an IP address"))
+                        .map_err(|_| ConfigError::NotAnAddress {
+                            host: host.clone(),
+                            value: a.clone(),
+                        })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             if ips.is_empty() {
-                return Err(format!("resolve.{host}: give at least one address"));
+                return Err(ConfigError::NoAddresses { host: host.clone() });
             }
             resolve.insert(normalize_host(host), ips);
         }
         let max_response_bytes = usize::try_from(config.max_response_bytes)
             .ok()
             .filter(|n| (1024..=1 << 30).contains(n))
-            .ok_or_else(|| {
-                format!(
-                    "max_response_bytes must be between 1024 and 1073741824 (got {})",
-                    config.max_response_bytes
-                )
-            })?;
+            .ok_or(ConfigError::MaxResponseBytes(config.max_response_bytes))?;
         if config.default_limit == 0 {
-            return Err("default_limit must be at least 1 character".into());
+            return Err(ConfigError::DefaultLimit);
         }
         if config.max_redirects > 20 {
-            return Err(format!(
-                "max_redirects must be at most 20 (got {})",
-                config.max_redirects
-            ));
+            return Err(ConfigError::MaxRedirects(config.max_redirects));
         }
         if config.user_agent.trim().is_empty() || config.user_agent.contains(['\r', '\n']) {
-            return Err("user_agent must be a non-empty single line".into());
+            return Err(ConfigError::UserAgent);
         }
         Ok(Settings {
             policy,
@@ -216,9 +256,25 @@ mod tests {
             timeout_secs: 0.0,
             ..Config::default()
         };
-        assert!(Settings::from_config(&c).unwrap_err().contains("timeout_secs"));
+        let err = Settings::from_config(&c).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ConfigError::Seconds {
+                    key: "timeout_secs",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("timeout_secs"));
         let mut c = Config::default();
         c.resolve.insert("x.test".into(), vec!["nope".into()]);
-        assert!(Settings::from_config(&c).unwrap_err().contains("resolve.x.test"));
+        let err = Settings::from_config(&c).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::NotAnAddress { host, .. } if host == "x.test"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("resolve.x.test"));
     }
 }

@@ -14,15 +14,26 @@ pub struct Page {
     pub next_offset: Option<usize>,
 }
 
+/// An offset past the end of the text. A single struct: it is the only
+/// way paging fails, and web_fetch answers it `invalid_input`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "offset {offset} is past the end: the content has {total_chars} characters (offsets 0 to {})",
+    total_chars.saturating_sub(1)
+)]
+pub struct PastTheEnd {
+    /// The offset asked for.
+    pub offset: usize,
+    /// Characters in the text.
+    pub total_chars: usize,
+}
+
 /// Cuts `[offset, offset + limit)` out of `text`, counted in characters.
 /// An offset past the end is an error that says how long the text is.
-pub fn page(text: &str, offset: usize, limit: usize) -> Result<Page, String> {
+pub fn page(text: &str, offset: usize, limit: usize) -> Result<Page, PastTheEnd> {
     let total_chars = text.chars().count();
     if offset > total_chars || (offset == total_chars && offset > 0) {
-        return Err(format!(
-            "offset {offset} is past the end: the content has {total_chars} characters (offsets 0 to {})",
-            total_chars.saturating_sub(1)
-        ));
+        return Err(PastTheEnd { offset, total_chars });
     }
     let byte_at = |chars: usize| text.char_indices().nth(chars).map_or(text.len(), |(i, _)| i);
     let start = byte_at(offset);
@@ -76,6 +87,13 @@ mod tests {
     #[test]
     fn offset_past_end_is_explained() {
         let err = page("abc", 5, 10).unwrap_err();
-        assert!(err.contains("3 characters"), "{err}");
+        assert_eq!(
+            err,
+            PastTheEnd {
+                offset: 5,
+                total_chars: 3
+            }
+        );
+        assert!(err.to_string().contains("3 characters"), "{err}");
     }
 }

@@ -58,6 +58,27 @@ enum Sink {
     Zlib(ZlibDecoder<Capped>),
 }
 
+/// Why a body could not be decoded; web_fetch answers each with the code
+/// `bad_encoding`.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// A `Content-Encoding` the module does not decode (it advertises only
+    /// gzip and deflate).
+    #[error("the server sent an unsupported Content-Encoding: {0}")]
+    Unsupported(String),
+    /// The decoder refused a chunk.
+    #[error("the response body could not be decoded: {0}")]
+    Chunk(std::io::Error),
+    /// The compressed stream ended corrupt (`gzip` or `deflate`).
+    #[error("the {format} body is corrupt: {error}")]
+    Corrupt {
+        /// `gzip` or `deflate`.
+        format: &'static str,
+        /// What the decoder said.
+        error: std::io::Error,
+    },
+}
+
 /// Feeds body chunks in and collects the decoded bytes under the cap.
 pub struct Decoder {
     sink: Sink,
@@ -69,7 +90,7 @@ pub struct Decoder {
 impl Decoder {
     /// A decoder for a `Content-Encoding` value; `Err` names an encoding the
     /// module cannot decode (it only advertises gzip and deflate).
-    pub fn new(content_encoding: Option<&str>, cap: usize) -> Result<Decoder, String> {
+    pub fn new(content_encoding: Option<&str>, cap: usize) -> Result<Decoder, DecodeError> {
         let capped = Capped {
             buf: Vec::with_capacity(cap.min(64 * 1024)),
             cap,
@@ -80,11 +101,7 @@ impl Decoder {
             "" | "identity" => Sink::Identity(capped),
             "gzip" | "x-gzip" => Sink::Gzip(GzDecoder::new(capped)),
             "deflate" => Sink::Zlib(ZlibDecoder::new(capped)),
-            other => {
-                return Err(format!(
-                    "the server sent an unsupported Content-Encoding: {other}"
-                ))
-            }
+            other => return Err(DecodeError::Unsupported(other.to_string())),
         };
         Ok(Decoder {
             sink,
@@ -95,7 +112,7 @@ impl Decoder {
     }
 
     /// Feeds one chunk; returns false once the cap is reached (stop reading).
-    pub fn feed(&mut self, chunk: &[u8]) -> Result<bool, String> {
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<bool, DecodeError> {
         if self.cut.is_some() {
             return Ok(false);
         }
@@ -109,7 +126,7 @@ impl Decoder {
             self.cut = Some(Cut::Decoded);
             return Ok(false);
         }
-        written.map_err(|e| format!("the response body could not be decoded: {e}"))?;
+        written.map_err(DecodeError::Chunk)?;
         if self.wire_bytes > self.cap {
             self.cut = Some(Cut::Wire);
             return Ok(false);
@@ -126,7 +143,7 @@ impl Decoder {
     }
 
     /// Ends the body. A cut compressed stream keeps what decoded so far.
-    pub fn finish(self) -> Result<Body, String> {
+    pub fn finish(self) -> Result<Body, DecodeError> {
         let (wire_bytes, mut cut) = (self.wire_bytes, self.cut);
         let mut capped = match self.sink {
             Sink::Identity(w) => w,
@@ -134,7 +151,10 @@ impl Decoder {
                 if cut.is_none() {
                     let finished = w.try_finish();
                     if !w.get_ref().full {
-                        finished.map_err(|e| format!("the gzip body is corrupt: {e}"))?;
+                        finished.map_err(|error| DecodeError::Corrupt {
+                            format: "gzip",
+                            error,
+                        })?;
                     }
                 }
                 take(w.get_mut())
@@ -143,7 +163,10 @@ impl Decoder {
                 if cut.is_none() {
                     let finished = w.try_finish();
                     if !w.get_ref().full {
-                        finished.map_err(|e| format!("the deflate body is corrupt: {e}"))?;
+                        finished.map_err(|error| DecodeError::Corrupt {
+                            format: "deflate",
+                            error,
+                        })?;
                     }
                 }
                 take(w.get_mut())
@@ -235,7 +258,11 @@ mod tests {
     #[test]
     fn unknown_encoding_is_named() {
         let err = Decoder::new(Some("br"), 10).err().unwrap();
-        assert!(err.contains("br"));
+        assert!(
+            matches!(&err, DecodeError::Unsupported(name) if name == "br"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("br"));
     }
 
     #[test]

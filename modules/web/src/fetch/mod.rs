@@ -110,7 +110,7 @@ impl Fetcher {
         let client = self
             .runtime
             .enter(|| fetch_client(&self.settings))?
-            .map_err(|e| ToolError::new("client", e))?;
+            .map_err(|e| ToolError::new("client", e.to_string()))?;
         Ok(self.client.get_or_init(|| client).clone())
     }
 
@@ -316,8 +316,8 @@ impl Fetcher {
         if declared == Some(Kind::Binary) {
             return Err(binary(&url, &media, length));
         }
-        let mut decoder = Decoder::new(header(CONTENT_ENCODING), self.settings.max_response_bytes)
-            .map_err(|m| ToolError::new("bad_encoding", m))?;
+        let mut decoder =
+            Decoder::new(header(CONTENT_ENCODING), self.settings.max_response_bytes).map_err(bad_encoding)?;
         let status = response.status().as_u16();
         loop {
             let chunk = response.chunk().await.map_err(|e| {
@@ -328,14 +328,11 @@ impl Fetcher {
                 .retryable(true)
             })?;
             let Some(chunk) = chunk else { break };
-            if !decoder
-                .feed(&chunk)
-                .map_err(|m| ToolError::new("bad_encoding", m))?
-            {
+            if !decoder.feed(&chunk).map_err(bad_encoding)? {
                 break;
             }
         }
-        let body = decoder.finish().map_err(|m| ToolError::new("bad_encoding", m))?;
+        let body = decoder.finish().map_err(bad_encoding)?;
         let kind = declared.unwrap_or_else(|| sniff(&body.bytes));
         if kind == Kind::Binary {
             let size = length.or(if body.cut.is_none() {
@@ -380,7 +377,7 @@ impl Fetcher {
         if let Some(query) = url.query() {
             path = format!("{path}?{query}");
         }
-        rules.check(&path).map_err(|pattern| {
+        rules.check(&path).map_err(|robots::Disallowed { pattern }| {
             ToolError::denied(format!(
                 "refused: {origin}/robots.txt disallows {path} for {} (rule \"Disallow: {pattern}\"); this module obeys robots.txt because respect_robots_txt is on",
                 self.settings.user_agent
@@ -422,6 +419,11 @@ impl Fetcher {
             Err(_) => Rules::allow_all(),
         }
     }
+}
+
+/// Every body that cannot be decoded is answered `bad_encoding`.
+fn bad_encoding(e: body::DecodeError) -> ToolError {
+    ToolError::new("bad_encoding", e.to_string())
 }
 
 fn binary(url: &Url, media: &str, size: Option<u64>) -> ToolError {

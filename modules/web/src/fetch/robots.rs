@@ -71,7 +71,7 @@ impl Rules {
     }
 
     /// Whether `path` (with its query) may be fetched; on refusal, the rule.
-    pub fn check(&self, path: &str) -> Result<(), String> {
+    pub fn check(&self, path: &str) -> Result<(), Disallowed> {
         let mut best: Option<(usize, bool, &str)> = None;
         for (allow, pattern) in &self.rules {
             if matches(pattern, path) {
@@ -86,10 +86,21 @@ impl Rules {
             }
         }
         match best {
-            Some((_, false, pattern)) => Err(pattern.to_string()),
+            Some((_, false, pattern)) => Err(Disallowed {
+                pattern: pattern.to_string(),
+            }),
             _ => Ok(()),
         }
     }
+}
+
+/// A path robots.txt disallows. A single struct: the fetcher answers
+/// every disallowed path `policy_denied`, naming the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("robots.txt disallows it (rule \"Disallow: {pattern}\")")]
+pub struct Disallowed {
+    /// The `Disallow` pattern that matched.
+    pub pattern: String,
 }
 
 /// Whether a robots pattern (`*` any run, trailing `$` end) matches `path`
@@ -135,7 +146,12 @@ mod tests {
     fn longest_match_wins() {
         let rules = Rules::parse(ROBOTS, "toolhost-web/0.1");
         assert!(rules.check("/").is_ok());
-        assert_eq!(rules.check("/private/x"), Err("/private".into()));
+        assert_eq!(
+            rules.check("/private/x"),
+            Err(Disallowed {
+                pattern: "/private".into()
+            })
+        );
         assert!(rules.check("/private/open/x").is_ok());
         assert!(rules.check("/doc.pdf").is_err());
         assert!(rules.check("/doc.pdf?x=1").is_ok());

@@ -10,10 +10,16 @@ use reqwest::redirect;
 use super::resolver::PolicyResolver;
 use crate::config::Settings;
 
+/// The HTTP client could not be built (TLS roots, resolver). A single
+/// struct: both tools answer it with the code `client` and never branch.
+#[derive(Debug, thiserror::Error)]
+#[error("could not build the HTTP client: {0}")]
+pub struct ClientError(#[from] reqwest::Error);
+
 /// Builds the fetch client: every connection resolves through the policy,
 /// redirects are followed by hand (each hop re-checked), and bodies arrive
 /// compressed so the module can bound the decompressed size itself.
-pub fn fetch_client(settings: &Settings) -> Result<reqwest::Client, String> {
+pub fn fetch_client(settings: &Settings) -> Result<reqwest::Client, ClientError> {
     let resolver = PolicyResolver::new(
         Arc::new(settings.policy.clone()),
         Arc::new(settings.resolve.clone()),
@@ -21,14 +27,12 @@ pub fn fetch_client(settings: &Settings) -> Result<reqwest::Client, String> {
     base(settings)
         .dns_resolver(Arc::new(resolver))
         .build()
-        .map_err(|e| format!("could not build the HTTP client: {e}"))
+        .map_err(ClientError)
 }
 
 /// Builds the search client (same limits, system DNS, no redirects).
-pub fn search_client(settings: &Settings) -> Result<reqwest::Client, String> {
-    base(settings)
-        .build()
-        .map_err(|e| format!("could not build the HTTP client: {e}"))
+pub fn search_client(settings: &Settings) -> Result<reqwest::Client, ClientError> {
+    base(settings).build().map_err(ClientError)
 }
 
 fn base(settings: &Settings) -> reqwest::ClientBuilder {

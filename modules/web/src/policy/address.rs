@@ -10,6 +10,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
 
+use super::Refusal;
+
 /// Why an address is not public, in words for a refusal message.
 pub fn non_public_reason(ip: IpAddr) -> Option<String> {
     match ip {
@@ -95,6 +97,14 @@ fn v6_reason(ip: Ipv6Addr) -> Option<String> {
     Some(reason.into())
 }
 
+/// An `allow_private_networks` entry that is neither a CIDR nor an address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("allow_private_networks: {entry:?} is not a CIDR such as \"10.0.0.0/8\" or \"127.0.0.1/32\"")]
+pub struct AddressListError {
+    /// The entry as written (trimmed).
+    pub entry: String,
+}
+
 /// The address policy: non-public addresses are refused unless a listed
 /// network contains them.
 #[derive(Debug, Clone, Default)]
@@ -104,7 +114,7 @@ pub struct AddressPolicy {
 
 impl AddressPolicy {
     /// Parses `allow_private_networks` (CIDRs, or bare addresses).
-    pub fn new(allow_private_networks: &[String]) -> Result<Self, String> {
+    pub fn new(allow_private_networks: &[String]) -> Result<Self, AddressListError> {
         let allowed = allow_private_networks
             .iter()
             .map(|entry| {
@@ -112,16 +122,16 @@ impl AddressPolicy {
                 entry
                     .parse::<IpNet>()
                     .or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
-                    .map_err(|_| {
-                        format!("allow_private_networks: {entry:?} is not a CIDR such as \"10.0.0.0/8\" or \"127.0.0.1/32\"")
+                    .map_err(|_| AddressListError {
+                        entry: entry.to_string(),
                     })
             })
             .collect::<Result<_, _>>()?;
         Ok(AddressPolicy { allowed })
     }
 
-    /// `Ok` when `ip` may be connected to; otherwise the refusal message.
-    pub fn check(&self, ip: IpAddr, what: &str) -> Result<(), String> {
+    /// `Ok` when `ip` may be connected to; otherwise the refusal.
+    pub fn check(&self, ip: IpAddr, what: &str) -> Result<(), Refusal> {
         let Some(reason) = non_public_reason(ip) else {
             return Ok(());
         };
@@ -142,9 +152,9 @@ impl AddressPolicy {
             let nets: Vec<String> = self.allowed.iter().map(ToString::to_string).collect();
             format!(" (listed now: {})", nets.join(", "))
         };
-        Err(format!(
+        Err(Refusal(format!(
             "refused: {what}{ip}, {reason}; private and reserved networks are blocked unless listed in allow_private_networks{listed}"
-        ))
+        )))
     }
 }
 
@@ -233,7 +243,7 @@ mod tests {
         assert!(policy.check("127.0.0.1".parse().unwrap(), "").is_ok());
         assert!(policy.check("::ffff:127.0.0.1".parse().unwrap(), "").is_ok());
         assert!(policy.check("fd00::1".parse().unwrap(), "").is_ok());
-        let err = policy.check("10.0.0.1".parse().unwrap(), "").unwrap_err();
+        let Refusal(err) = policy.check("10.0.0.1".parse().unwrap(), "").unwrap_err();
         assert!(
             err.contains("private address") && err.contains("allow_private_networks"),
             "{err}"
@@ -244,6 +254,7 @@ mod tests {
     #[test]
     fn bad_cidr_is_reported() {
         let err = AddressPolicy::new(&["10.0.0.0/33".into()]).unwrap_err();
-        assert!(err.contains("10.0.0.0/33"), "{err}");
+        assert_eq!(err.entry, "10.0.0.0/33");
+        assert!(err.to_string().contains("10.0.0.0/33"), "{err}");
     }
 }

@@ -20,19 +20,30 @@ pub fn normalize_host(host: &str) -> String {
     }
 }
 
+/// An `allowed_domains`/`blocked_domains` entry that is not a domain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {entry:?} is not a domain; write a bare host name such as \"example.com\"")]
+pub struct DomainListError {
+    /// The list's key.
+    pub key: String,
+    /// The entry as written.
+    pub entry: String,
+}
+
 impl DomainList {
     /// Parses entries such as `example.com`, `*.example.com` or `.example.com`
     /// (all three mean the domain and everything under it).
-    pub fn new(key: &str, entries: &[String]) -> Result<Self, String> {
+    pub fn new(key: &str, entries: &[String]) -> Result<Self, DomainListError> {
         let entries = entries
             .iter()
             .map(|raw| {
                 let entry = raw.trim().trim_start_matches("*.").trim_start_matches('.');
                 let is_ip = entry.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok();
                 if entry.is_empty() || (!is_ip && entry.contains(['/', ':', '@', ' ', '*'])) {
-                    return Err(format!(
-                        "{key}: {raw:?} is not a domain; write a bare host name such as \"example.com\""
-                    ));
+                    return Err(DomainListError {
+                        key: key.to_string(),
+                        entry: raw.clone(),
+                    });
                 }
                 Ok(normalize_host(entry))
             })
@@ -109,6 +120,8 @@ mod tests {
     #[test]
     fn urls_are_not_domains() {
         let err = DomainList::new("blocked_domains", &["https://example.com/".into()]).unwrap_err();
+        assert_eq!(err.key, "blocked_domains");
+        let err = err.to_string();
         assert!(
             err.contains("blocked_domains") && err.contains("bare host name"),
             "{err}"

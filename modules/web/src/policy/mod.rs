@@ -80,14 +80,12 @@ impl Policy {
         };
         self.addresses
             .check(ip, &format!("{url} points to "))
-            .map_err(|m| UrlProblem::Refused(Refusal(m)))
+            .map_err(UrlProblem::Refused)
     }
 
     /// Checks one resolved address of `host`.
     pub fn check_resolved(&self, host: &str, ip: IpAddr) -> Result<(), Refusal> {
-        self.addresses
-            .check(ip, &format!("{host} resolves to "))
-            .map_err(Refusal)
+        self.addresses.check(ip, &format!("{host} resolves to "))
     }
 }
 

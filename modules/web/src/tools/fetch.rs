@@ -140,7 +140,8 @@ impl Tool for WebFetch {
             .retryable(doc.status >= 500 || doc.status == 429)
             .with_details(json!({ "status": doc.status, "final_url": doc.final_url, "excerpt": excerpt })));
         }
-        let part = page(&doc.text.content, offset, limit).map_err(ToolError::invalid_input)?;
+        let part =
+            page(&doc.text.content, offset, limit).map_err(|e| ToolError::invalid_input(e.to_string()))?;
         let returned_chars = part.text.chars().count();
         let note = part.next_offset.map(|next| {
             format!(

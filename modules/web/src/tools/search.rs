@@ -70,7 +70,7 @@ impl WebSearch {
         let client = self
             .runtime
             .enter(|| search_client(&self.settings))?
-            .map_err(|e| ToolError::new("client", e))?;
+            .map_err(|e| ToolError::new("client", e.to_string()))?;
         Ok(self.client.get_or_init(|| client).clone())
     }
 
@@ -106,7 +106,7 @@ impl WebSearch {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let mut decoder = Decoder::new(encoding.as_deref(), self.settings.max_response_bytes)
-            .map_err(|m| ToolError::new("search_failed", format!("the {name} search failed: {m}")))?;
+            .map_err(|e| ToolError::new("search_failed", format!("the {name} search failed: {e}")))?;
         while let Some(chunk) = response.chunk().await.map_err(|e| {
             ToolError::new(
                 "search_failed",
@@ -116,12 +116,14 @@ impl WebSearch {
         })? {
             if !decoder
                 .feed(&chunk)
-                .map_err(|m| ToolError::new("search_failed", m))?
+                .map_err(|e| ToolError::new("search_failed", e.to_string()))?
             {
                 break;
             }
         }
-        let body = decoder.finish().map_err(|m| ToolError::new("search_failed", m))?;
+        let body = decoder
+            .finish()
+            .map_err(|e| ToolError::new("search_failed", e.to_string()))?;
         if !status.is_success() {
             let excerpt: String = String::from_utf8_lossy(&body.bytes).chars().take(300).collect();
             let hint = match (&self.backend, status.as_u16()) {
