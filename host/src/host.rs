@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::events::EventBus;
 use crate::loader::{self, MountedModule};
 use crate::plan::Plan;
-use crate::registry::Registry;
+use crate::registry::{Registry, RegistryError};
 use crate::tool::MountedTool;
 
 /// What happened to one `[[tools]]` entry, for `check` and errors.
@@ -42,6 +42,31 @@ impl ModuleReport {
             source: None,
         }
     }
+}
+
+/// Why the plan's aliases or alias profiles could not be added.
+#[derive(Debug, thiserror::Error)]
+pub enum AliasError {
+    /// A thread panicked while it held the registry.
+    #[error("registry lock poisoned")]
+    Poisoned,
+    /// A plan alias names a tool that is not mounted, or a taken name.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// An alias profile definition is malformed.
+    #[error(transparent)]
+    Profile(#[from] crate::alias::ProfileError),
+    /// A policy rule names a profile-only name, which would match nothing.
+    #[error(
+        "[policy.tools.{name}] names the alias profile '{name}'; rules apply to the tool it runs: \
+         write it as [policy.tools.{tool}]"
+    )]
+    RuleOnProfile {
+        /// The name the rule uses.
+        name: String,
+        /// The tool the profile runs.
+        tool: String,
+    },
 }
 
 /// A plan that could not be loaded.
@@ -120,14 +145,15 @@ impl Host {
                     let added = host
                         .registry
                         .write()
-                        .map_err(|_| "registry lock poisoned".to_string())
-                        .and_then(|mut r| r.add_all(&module.tools));
+                        .map_err(|_| AliasError::Poisoned)
+                        .and_then(|mut r| r.add_all(&module.tools).map_err(AliasError::from));
                     match added {
                         Ok(()) => {
                             host.watch(&module);
                             host.push_module(module)
                         }
-                        Err(e) => report.error = Some(e), // `module` drops here: its cleanup runs
+                        // `module` drops here: its cleanup runs
+                        Err(e) => report.error = Some(e.to_string()),
                     }
                 }
                 Err(e) => report.error = Some(e.to_string()),
@@ -140,12 +166,12 @@ impl Host {
         }
         if let Err(e) = host.add_plan_aliases() {
             let mut report = ModuleReport::new("[policy]".into());
-            report.error = Some(e);
+            report.error = Some(e.to_string());
             reports.push(report);
         }
         if let Err(e) = host.add_alias_profiles() {
             let mut report = ModuleReport::new("[[alias_profiles]]".into());
-            report.error = Some(e);
+            report.error = Some(e.to_string());
             reports.push(report);
         }
         for tool in host.tools() {
@@ -222,11 +248,8 @@ impl Host {
         }
     }
 
-    fn add_plan_aliases(&self) -> Result<(), String> {
-        let mut registry = self
-            .registry
-            .write()
-            .map_err(|_| "registry lock poisoned".to_string())?;
+    fn add_plan_aliases(&self) -> Result<(), AliasError> {
+        let mut registry = self.registry.write().map_err(|_| AliasError::Poisoned)?;
         for (tool, rule) in &self.plan.policy.tools {
             for alias in &rule.aliases {
                 registry.add_alias(alias, tool)?;
@@ -238,16 +261,13 @@ impl Host {
     /// The built-in families' profiles, then the plan's (a plan profile
     /// replaces a built-in one of the same name). A profile whose tool is
     /// not mounted is skipped; a malformed plan profile is an error.
-    fn add_alias_profiles(&self) -> Result<(), String> {
+    fn add_alias_profiles(&self) -> Result<(), AliasError> {
         let plan_names: std::collections::HashSet<&str> =
             self.plan.alias_profiles.iter().map(|p| p.name.as_str()).collect();
         let builtin = crate::alias::builtin()
             .iter()
             .filter(|p| !plan_names.contains(p.name.as_str()));
-        let mut registry = self
-            .registry
-            .write()
-            .map_err(|_| "registry lock poisoned".to_string())?;
+        let mut registry = self.registry.write().map_err(|_| AliasError::Poisoned)?;
         let colliding = &self.plan.host.colliding_families;
         for def in builtin.chain(&self.plan.alias_profiles) {
             let profile = crate::alias::Profile::new(def.clone())?;
@@ -263,11 +283,10 @@ impl Host {
             };
             let profile_only = resolved.profile.is_some() && !resolved.alternative;
             if profile_only && !resolved.tool.names().any(|n| n == name) {
-                return Err(format!(
-                    "[policy.tools.{name}] names the alias profile '{name}'; rules apply to the tool it runs: \
-                     write it as [policy.tools.{}]",
-                    resolved.tool.name()
-                ));
+                return Err(AliasError::RuleOnProfile {
+                    name: name.clone(),
+                    tool: resolved.tool.name().to_string(),
+                });
             }
         }
         Ok(())

@@ -6,6 +6,48 @@ use std::sync::Arc;
 use crate::alias::Profile;
 use crate::tool::{ModuleInfo, MountedTool};
 
+/// A name that cannot be added to the registry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// Another module already has the name.
+    #[error(
+        "tool name '{name}' is registered by both module '{owner}' and module '{module}'; \
+         give one of them a `prefix` in the plan"
+    )]
+    Taken {
+        /// The name.
+        name: String,
+        /// The module that has it.
+        owner: String,
+        /// The module that asked for it.
+        module: String,
+    },
+    /// One module registers the name twice.
+    #[error("module '{module}' registers the name '{name}' twice")]
+    Twice {
+        /// The module.
+        module: String,
+        /// The name.
+        name: String,
+    },
+    /// A plan alias for a tool that is not mounted.
+    #[error("[policy.tools.{tool}] gives aliases for a tool that is not mounted")]
+    NotMounted {
+        /// The tool the plan names.
+        tool: String,
+    },
+    /// A plan alias that is another module's name.
+    #[error("alias '{alias}' for '{tool}' is already a name of module '{owner}'")]
+    AliasTaken {
+        /// The alias.
+        alias: String,
+        /// The tool it was meant for.
+        tool: String,
+        /// The module whose name it is.
+        owner: String,
+    },
+}
+
 /// Every mounted tool, reachable by name, alias or alias profile.
 #[derive(Default)]
 pub struct Registry {
@@ -44,22 +86,22 @@ pub enum ProfileAdded {
 impl Registry {
     /// Adds a module's tools, all or none: a name or alias that is already
     /// taken fails the whole module, naming both modules.
-    pub fn add_all(&mut self, tools: &[Arc<MountedTool>]) -> Result<(), String> {
+    pub fn add_all(&mut self, tools: &[Arc<MountedTool>]) -> Result<(), RegistryError> {
         let mut seen: HashMap<&str, &str> = HashMap::new();
         for tool in tools {
             for name in tool.names() {
                 if let Some(owner) = self.owner_of(name) {
-                    return Err(format!(
-                        "tool name '{name}' is registered by both module '{owner}' and module '{}'; \
-                         give one of them a `prefix` in the plan",
-                        tool.module.name
-                    ));
+                    return Err(RegistryError::Taken {
+                        name: name.clone(),
+                        owner,
+                        module: tool.module.name.clone(),
+                    });
                 }
                 if seen.insert(name, &tool.spec.name).is_some() {
-                    return Err(format!(
-                        "module '{}' registers the name '{name}' twice",
-                        tool.module.name
-                    ));
+                    return Err(RegistryError::Twice {
+                        module: tool.module.name.clone(),
+                        name: name.clone(),
+                    });
                 }
             }
         }
@@ -73,15 +115,17 @@ impl Registry {
     }
 
     /// Adds a plan alias for an existing tool.
-    pub fn add_alias(&mut self, alias: &str, tool: &str) -> Result<(), String> {
-        let target = self
-            .canonical(tool)
-            .ok_or_else(|| format!("[policy.tools.{tool}] gives aliases for a tool that is not mounted"))?;
+    pub fn add_alias(&mut self, alias: &str, tool: &str) -> Result<(), RegistryError> {
+        let target = self.canonical(tool).ok_or_else(|| RegistryError::NotMounted {
+            tool: tool.to_string(),
+        })?;
         if let Some(owner) = self.owner_of(alias) {
             if self.canonical(alias) != Some(target.clone()) {
-                return Err(format!(
-                    "alias '{alias}' for '{tool}' is already a name of module '{owner}'"
-                ));
+                return Err(RegistryError::AliasTaken {
+                    alias: alias.to_string(),
+                    tool: tool.to_string(),
+                    owner,
+                });
             }
             return Ok(());
         }

@@ -93,6 +93,22 @@ impl std::fmt::Debug for ProcessHandle {
     }
 }
 
+/// A tool's input or output schema that does not compile; the pipeline
+/// answers `internal` (input) or `invalid_output` (output) with it. A
+/// single struct: both callers only print it, and which schema it was is
+/// already told by the method that returned it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool '{tool}' has an invalid {which} schema: {detail}")]
+pub struct SchemaError {
+    /// The tool's public name.
+    pub tool: String,
+    /// `input` or `output`.
+    pub which: &'static str,
+    /// What the JSON Schema compiler said (its error borrows the schema,
+    /// so it is kept as text).
+    pub detail: String,
+}
+
 /// One mounted tool.
 pub struct MountedTool {
     /// The spec, with the public (prefixed) name and aliases.
@@ -102,8 +118,8 @@ pub struct MountedTool {
     /// Its module.
     pub module: Arc<ModuleInfo>,
     ffi: FfiToolBox,
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
-    output_validator: OnceLock<Option<Result<jsonschema::Validator, String>>>,
+    validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
+    output_validator: OnceLock<Option<Result<jsonschema::Validator, SchemaError>>>,
 }
 
 impl MountedTool {
@@ -131,27 +147,35 @@ impl MountedTool {
     }
 
     /// The input validator, compiled on first use and kept.
-    pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+    pub fn validator(&self) -> Result<&jsonschema::Validator, &SchemaError> {
         self.validator
-            .get_or_init(|| {
-                jsonschema::validator_for(&self.spec.input_schema)
-                    .map_err(|e| format!("tool '{}' has an invalid input schema: {e}", self.spec.name))
-            })
+            .get_or_init(|| self.compile(&self.spec.input_schema, "input"))
             .as_ref()
-            .map_err(String::as_str)
     }
 
     /// The output validator, when the spec commits to an output schema.
-    pub fn output_validator(&self) -> Option<Result<&jsonschema::Validator, &str>> {
+    pub fn output_validator(&self) -> Option<Result<&jsonschema::Validator, &SchemaError>> {
         self.output_validator
             .get_or_init(|| {
-                self.spec.output_schema.as_ref().map(|schema| {
-                    jsonschema::validator_for(schema)
-                        .map_err(|e| format!("tool '{}' has an invalid output schema: {e}", self.spec.name))
-                })
+                self.spec
+                    .output_schema
+                    .as_ref()
+                    .map(|schema| self.compile(schema, "output"))
             })
             .as_ref()
-            .map(|r| r.as_ref().map_err(String::as_str))
+            .map(Result::as_ref)
+    }
+
+    fn compile(
+        &self,
+        schema: &serde_json::Value,
+        which: &'static str,
+    ) -> Result<jsonschema::Validator, SchemaError> {
+        jsonschema::validator_for(schema).map_err(|e| SchemaError {
+            tool: self.spec.name.clone(),
+            which,
+            detail: e.to_string(),
+        })
     }
 
     /// Calls into the module. Blocking: run it on a blocking thread.

@@ -85,45 +85,95 @@ pub struct ParamRule {
     pub append: bool,
 }
 
+/// An alias profile definition the host cannot use (a plan's
+/// `[[alias_profiles]]`, or a built-in one).
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The schema has no `properties`.
+    #[error("alias profile '{profile}': `schema` needs `properties`")]
+    NoProperties {
+        /// The profile's name.
+        profile: String,
+    },
+    /// A rule for a parameter the schema does not have.
+    #[error("alias profile '{profile}': a rule for '{param}', which its schema does not have")]
+    UnknownParam {
+        /// The profile's name.
+        profile: String,
+        /// The parameter.
+        param: String,
+    },
+    /// A parameter's rule contradicts itself.
+    #[error("alias profile '{profile}': '{param}' {conflict}")]
+    Conflict {
+        /// The profile's name.
+        profile: String,
+        /// The parameter.
+        param: String,
+        /// What contradicts what.
+        conflict: RuleConflict,
+    },
+    /// The schema does not compile.
+    #[error("alias profile '{profile}' has an invalid schema: {detail}")]
+    Schema {
+        /// The profile's name.
+        profile: String,
+        /// What the JSON Schema compiler said (its error borrows the
+        /// schema, so it is kept as text).
+        detail: String,
+    },
+}
+
+/// Two parts of one parameter rule that cannot both apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RuleConflict {
+    /// `drop` with `to`, `scale` or `each`.
+    #[error("is dropped and mapped at once")]
+    DroppedAndMapped,
+    /// `scale` with `each`.
+    #[error("has both `scale` (a number) and `each` (a list)")]
+    ScaleAndEach,
+}
+
 /// A checked profile with its schema compiled on first use.
 #[derive(Debug)]
 pub struct Profile {
     /// Its definition.
     pub def: ProfileDef,
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    validator: OnceLock<Result<jsonschema::Validator, ProfileError>>,
 }
 
 impl Profile {
     /// Checks a definition: an object schema, and rules only for
     /// parameters the schema has.
-    pub fn new(def: ProfileDef) -> Result<Profile, String> {
+    pub fn new(def: ProfileDef) -> Result<Profile, ProfileError> {
         let props = def
             .schema
             .get("properties")
             .and_then(Value::as_object)
-            .ok_or_else(|| format!("alias profile '{}': `schema` needs `properties`", def.name))?;
+            .ok_or_else(|| ProfileError::NoProperties {
+                profile: def.name.clone(),
+            })?;
+        let conflict = |param: &str, conflict| ProfileError::Conflict {
+            profile: def.name.clone(),
+            param: param.to_string(),
+            conflict,
+        };
         for (param, rule) in &def.params {
             if !props.contains_key(param) {
-                return Err(format!(
-                    "alias profile '{}': a rule for '{param}', which its schema does not have",
-                    def.name
-                ));
+                return Err(ProfileError::UnknownParam {
+                    profile: def.name.clone(),
+                    param: param.clone(),
+                });
             }
             if rule.drop && (rule.to.is_some() || rule.scale.is_some() || rule.each.is_some()) {
-                return Err(format!(
-                    "alias profile '{}': '{param}' is dropped and mapped at once",
-                    def.name
-                ));
+                return Err(conflict(param, RuleConflict::DroppedAndMapped));
             }
             if rule.scale.is_some() && rule.each.is_some() {
-                return Err(format!(
-                    "alias profile '{}': '{param}' has both `scale` (a number) and `each` (a list)",
-                    def.name
-                ));
+                return Err(conflict(param, RuleConflict::ScaleAndEach));
             }
         }
-        let compiled = jsonschema::validator_for(&def.schema)
-            .map_err(|e| format!("alias profile '{}' has an invalid schema: {e}", def.name))?;
+        let compiled = compile(&def)?;
         Ok(Profile {
             def,
             validator: OnceLock::from(Ok(compiled)),
@@ -145,14 +195,8 @@ impl Profile {
     }
 
     /// The profile's own validator.
-    pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
-        self.validator
-            .get_or_init(|| {
-                jsonschema::validator_for(&self.def.schema)
-                    .map_err(|e| format!("alias profile '{}' has an invalid schema: {e}", self.def.name))
-            })
-            .as_ref()
-            .map_err(String::as_str)
+    pub fn validator(&self) -> Result<&jsonschema::Validator, &ProfileError> {
+        self.validator.get_or_init(|| compile(&self.def)).as_ref()
     }
 
     /// The caller's input as the canonical tool's input.
@@ -196,6 +240,14 @@ pub fn builtin() -> &'static [ProfileDef] {
     })
 }
 
+/// The profile's schema, compiled.
+fn compile(def: &ProfileDef) -> Result<jsonschema::Validator, ProfileError> {
+    jsonschema::validator_for(&def.schema).map_err(|e| ProfileError::Schema {
+        profile: def.name.clone(),
+        detail: e.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +271,10 @@ mod tests {
         }))
         .expect("def");
         let err = Profile::new(def).expect_err("refused");
-        assert!(err.contains("'b'"), "{err}");
+        assert!(
+            matches!(&err, ProfileError::UnknownParam { param, .. } if param == "b"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("'b'"), "{err}");
     }
 }

@@ -29,19 +29,32 @@ pub(super) struct GovernanceArgs {
     correlation_id: Option<String>,
 }
 
+/// `--as` names a principal the plan does not know. A single struct: the
+/// commands only print it and exit with the usage code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--as {name}: no such principal; the plan knows [host] principal '{}'{}",
+    known.first().map(String::as_str).unwrap_or_default(),
+    known.iter().skip(1).map(|p| format!(", '{p}'")).collect::<String>()
+)]
+pub(super) struct UnknownPrincipal {
+    /// The name given.
+    pub name: String,
+    /// The host principal, then every declared one, in plan order.
+    pub known: Vec<String>,
+}
+
 impl GovernanceArgs {
     /// The principal, checked against the plan.
-    pub(super) fn principal(&self, plan: &crate::plan::Plan) -> Result<Option<String>, String> {
+    pub(super) fn principal(&self, plan: &crate::plan::Plan) -> Result<Option<String>, UnknownPrincipal> {
         match &self.principal {
-            Some(name) if !plan.governance.knows(name) => Err(format!(
-                "--as {name}: no such principal; the plan knows [host] principal '{}'{}",
-                plan.governance.host_principal,
-                plan.governance
-                    .principals
-                    .iter()
-                    .map(|p| format!(", '{}'", p.name))
-                    .collect::<String>()
-            )),
+            Some(name) if !plan.governance.knows(name) => Err(UnknownPrincipal {
+                name: name.clone(),
+                known: std::iter::once(&plan.governance.host_principal)
+                    .chain(plan.governance.principals.iter().map(|p| &p.name))
+                    .cloned()
+                    .collect(),
+            }),
             other => Ok(other.clone()),
         }
     }

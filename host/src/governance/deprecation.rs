@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use toolhost_core::wire::Deprecation;
 use toolhost_core::{Status, ToolResult};
 
+use super::SunsetError;
 use crate::plan::Plan;
 use crate::tool::MountedTool;
 
@@ -17,16 +18,16 @@ pub const DEPRECATED_TOOL: &str = "deprecated_tool";
 /// The sunset as milliseconds since the epoch: an RFC 3339 instant, or a
 /// day (`YYYY-MM-DD`, UTC) whose end is the sunset: the tool still works
 /// on that day and is refused from the next.
-pub fn sunset_ms(sunset: &str) -> Result<i64, String> {
+pub fn sunset_ms(sunset: &str) -> Result<i64, SunsetError> {
     if let Ok(at) = chrono::DateTime::parse_from_rfc3339(sunset) {
         return Ok(at.timestamp_millis());
     }
     let day = chrono::NaiveDate::parse_from_str(sunset, "%Y-%m-%d")
-        .map_err(|_| format!("sunset '{sunset}' is neither a day (YYYY-MM-DD) nor an RFC 3339 instant"))?;
+        .map_err(|_| SunsetError::NotADate(sunset.to_string()))?;
     let next = day
         .succ_opt()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .ok_or_else(|| format!("sunset '{sunset}' is out of range"))?;
+        .ok_or_else(|| SunsetError::OutOfRange(sunset.to_string()))?;
     Ok(next.and_utc().timestamp_millis())
 }
 

@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use toolhost_core::{Effect, RequestContext, Status, ToolResult};
 
+use super::{GovernanceError, GrantProblem};
 use crate::tool::MountedTool;
 
 /// The refusal code of every grant check.
@@ -94,36 +95,40 @@ pub struct Grant {
 }
 
 /// Parses and checks the plan's grants.
-pub fn parse(entries: &[GrantEntry]) -> Result<Vec<Grant>, String> {
+pub fn parse(entries: &[GrantEntry]) -> Result<Vec<Grant>, GovernanceError> {
     entries
         .iter()
         .enumerate()
         .map(|(i, g)| {
             let id = g.name.clone().unwrap_or_else(|| format!("grants[{i}]"));
-            let which = format!("[[grants]] #{} ({id})", i + 1);
+            let fail = |problem| GovernanceError::Grant {
+                which: format!("[[grants]] #{} ({id})", i + 1),
+                problem,
+            };
             if g.tools.is_empty() {
-                return Err(format!("{which}: `tools` lists no glob, so it grants nothing"));
+                return Err(fail(GrantProblem::NoTools));
             }
             let mut set = GlobSetBuilder::new();
             for pattern in &g.tools {
-                set.add(Glob::new(pattern).map_err(|e| format!("{which}: `tools`: {e}"))?);
+                set.add(Glob::new(pattern).map_err(|e| fail(GrantProblem::Glob(e)))?);
             }
-            let tools = set.build().map_err(|e| format!("{which}: `tools`: {e}"))?;
+            let tools = set.build().map_err(|e| fail(GrantProblem::Glob(e)))?;
             let expires_at = g
                 .expires_at
                 .as_ref()
                 .map(|t| {
                     chrono::DateTime::parse_from_rfc3339(t)
                         .map(|d| (d.timestamp_millis(), t.clone()))
-                        .map_err(|e| {
-                            format!("{which}: expires_at '{t}' is not RFC 3339 (2026-12-31T23:59:59Z): {e}")
+                        .map_err(|error| {
+                            fail(GrantProblem::ExpiresAt {
+                                value: t.clone(),
+                                error,
+                            })
                         })
                 })
                 .transpose()?;
             if g.max_calls == Some(0) {
-                return Err(format!(
-                    "{which}: max_calls = 0 grants nothing; remove the grant instead"
-                ));
+                return Err(fail(GrantProblem::ZeroCalls));
             }
             Ok(Grant {
                 id,

@@ -4,10 +4,13 @@
 //! The audit chain that records it all is [`crate::pipeline::audit`].
 
 pub mod deprecation;
+mod error;
 pub mod grants;
 pub mod principals;
 pub mod redact;
 pub mod request;
+
+pub use error::{GovernanceError, GrantProblem, PrincipalProblem, RequestIdError, SunsetError};
 
 use crate::plan::PolicySection;
 
@@ -30,25 +33,31 @@ impl Governance {
         host_principal: Option<&str>,
         policy: &PolicySection,
         redact: &redact::RedactSection,
-    ) -> Result<Governance, String> {
+    ) -> Result<Governance, GovernanceError> {
         for (kind, pattern) in &redact.patterns {
-            regex::Regex::new(pattern).map_err(|e| format!("[host.redact] patterns.{kind}: {e}"))?;
+            regex::Regex::new(pattern).map_err(|error| GovernanceError::RedactPattern {
+                kind: kind.clone(),
+                error: Box::new(error),
+            })?;
         }
         let host_principal = host_principal.unwrap_or(principals::LOCAL).to_string();
         principals::check(&principals, &host_principal)?;
         let grants = grants::parse(grants)?;
         for grant in &grants {
             if grant.principal != host_principal && !principals.iter().any(|p| p.name == grant.principal) {
-                return Err(format!(
-                    "[[grants]] {}: principal '{}' is neither a [[principals]] entry nor [host] principal ('{host_principal}')",
-                    grant.id, grant.principal
-                ));
+                return Err(GovernanceError::UnknownPrincipal {
+                    grant: grant.id.clone(),
+                    principal: grant.principal.clone(),
+                    host_principal,
+                });
             }
         }
         for (name, rule) in &policy.tools {
             if let Some(req) = &rule.version {
-                semver::VersionReq::parse(req).map_err(|e| {
-                    format!("[policy.tools.{name}] version '{req}' is not a semver requirement: {e}")
+                semver::VersionReq::parse(req).map_err(|error| GovernanceError::VersionPin {
+                    tool: name.clone(),
+                    requirement: req.clone(),
+                    error,
                 })?;
             }
         }

@@ -8,6 +8,8 @@
 
 use serde::Deserialize;
 
+use super::{GovernanceError, PrincipalProblem};
+
 /// One `[[principals]]` entry as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,37 +27,37 @@ pub const LOCAL: &str = "local";
 
 /// Checks the entries: names unique and well-formed, exactly one token
 /// source each, digests 64 hex digits.
-pub fn check(entries: &[PrincipalEntry], host_principal: &str) -> Result<(), String> {
+pub fn check(entries: &[PrincipalEntry], host_principal: &str) -> Result<(), GovernanceError> {
     let mut seen = std::collections::HashSet::new();
     for (i, p) in entries.iter().enumerate() {
-        let which = format!("[[principals]] #{} ('{}')", i + 1, p.name);
+        let fail = |problem| {
+            Err(GovernanceError::Principal {
+                which: format!("[[principals]] #{} ('{}')", i + 1, p.name),
+                problem,
+            })
+        };
         if p.name.is_empty()
             || !p
                 .name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "_-.@".contains(c))
         {
-            return Err(format!(
-                "{which}: a name is letters, digits, '_', '-', '.' or '@'"
-            ));
+            return fail(PrincipalProblem::BadName);
         }
         if !seen.insert(p.name.as_str()) {
-            return Err(format!("{which}: the name is used twice"));
+            return fail(PrincipalProblem::Duplicate);
         }
         match (&p.token_env, &p.token_sha256) {
             (Some(_), Some(_)) => {
-                return Err(format!("{which}: give `token_env` or `token_sha256`, not both"));
+                return fail(PrincipalProblem::BothTokens);
             }
             (None, None) if p.name != host_principal => {
-                return Err(format!(
-                    "{which}: needs `token_env = \"VAR\"` or `token_sha256 = \"<hex>\"` (only the host \
-                     principal '{host_principal}' may go without a token)"
-                ));
+                return fail(PrincipalProblem::NoToken {
+                    host_principal: host_principal.to_string(),
+                });
             }
             (_, Some(hex)) if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) => {
-                return Err(format!(
-                    "{which}: token_sha256 must be 64 hex digits (sha256sum of the token)"
-                ));
+                return fail(PrincipalProblem::BadDigest);
             }
             _ => {}
         }

@@ -34,7 +34,7 @@ pub fn from_meta(meta: &Map<String, Value>) -> RequestContext {
 
 /// Refuses ids that could not be written to a log line honestly: empty,
 /// longer than [`MAX_ID_BYTES`], or holding control characters.
-pub fn check(context: &RequestContext) -> Result<(), String> {
+pub fn check(context: &RequestContext) -> Result<(), super::RequestIdError> {
     let ids = [
         ("run_id", &context.run_id),
         ("thread_id", &context.thread_id),
@@ -45,9 +45,10 @@ pub fn check(context: &RequestContext) -> Result<(), String> {
     for (name, value) in ids {
         let Some(value) = value else { continue };
         if value.is_empty() || value.len() > MAX_ID_BYTES || value.chars().any(char::is_control) {
-            return Err(format!(
-                "the request context's {name} must be 1 to {MAX_ID_BYTES} bytes without control characters"
-            ));
+            return Err(super::RequestIdError {
+                name,
+                max: MAX_ID_BYTES,
+            });
         }
     }
     Ok(())

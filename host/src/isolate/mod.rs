@@ -7,6 +7,7 @@
 //! forwards to the worker, so every stage of the pipeline above execute is
 //! the same for isolated and in-process modules.
 
+mod error;
 pub(crate) mod exit;
 mod frame;
 pub(crate) mod ledger;
@@ -24,6 +25,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RStr, RString};
 use toolhost_core::abi::{FfiCleanup, FfiCleanup_TO, FfiContextRef, FfiTool, FfiTool_TO};
 
+pub use error::SupervisorError;
 pub use exit::{describe, signal_name, Ended};
 pub use ledger::{Ledger, MAX_CRASHES, WINDOW};
 pub use supervisor::{crashed_result, set_worker_program, Supervisor};
@@ -39,7 +41,7 @@ pub fn mount(
     plan: &Plan,
     events: &Arc<EventBus>,
     path: &Path,
-) -> Result<MountedModule, String> {
+) -> Result<MountedModule, loader::ModuleError> {
     let supervisor = Supervisor::new(
         path.to_path_buf(),
         entry.label(),
@@ -48,8 +50,8 @@ pub fn mount(
     );
     let started = Instant::now();
     let mounted = supervisor.first_start(|manifest| {
-        loader::check_manifest(entry, manifest, path).map_err(|e| e.to_string())?;
-        loader::envelope(entry, plan, &manifest.name).map_err(|e| e.to_string())
+        loader::check_manifest(entry, manifest, path)?;
+        loader::envelope(entry, plan, &manifest.name)
     })?;
     let mount_time = started.elapsed().saturating_sub(mounted.load_time);
     let info = Arc::new(ModuleInfo {
@@ -64,7 +66,7 @@ pub fn mount(
     });
     let mut tools = Vec::with_capacity(mounted.specs.len());
     for spec_text in mounted.specs {
-        let (spec, module_name) = loader::public_spec(entry, plan, &spec_text).map_err(|e| e.to_string())?;
+        let (spec, module_name) = loader::public_spec(entry, plan, &spec_text)?;
         let ffi = FfiTool_TO::from_value(
             WorkerTool {
                 supervisor: supervisor.clone(),

@@ -154,9 +154,9 @@ impl<T> Restarts<T> {
     /// longer wants an answer (deadline or cancellation); it is asked
     /// every few milliseconds while waiting, never during `start` itself
     /// (which has its own time limit).
-    pub fn live(
+    pub fn live<E: std::fmt::Display>(
         &self,
-        start: impl FnOnce() -> Result<Arc<T>, String>,
+        start: impl FnOnce() -> Result<Arc<T>, E>,
         stop: impl Fn() -> bool,
     ) -> Result<Arc<T>, Unavailable> {
         let mut slot = self.lock();
@@ -202,9 +202,9 @@ impl<T> Restarts<T> {
                 slot.live = Some(live.clone());
                 Ok(live)
             }
-            Err(message) => {
+            Err(error) => {
                 slot.ledger.crashed();
-                Err(Unavailable::StartFailed(message))
+                Err(Unavailable::StartFailed(error.to_string()))
             }
         };
         drop(slot);
@@ -242,7 +242,7 @@ mod tests {
                         while !release.load(Ordering::SeqCst) {
                             std::thread::sleep(Duration::from_millis(5));
                         }
-                        Ok(Arc::new(7))
+                        Ok::<_, &str>(Arc::new(7))
                     },
                     || false,
                 )
@@ -255,24 +255,29 @@ mod tests {
         assert!(restarts.current().is_none());
         let deadline = Instant::now() + Duration::from_millis(100);
         let waited = restarts.live(
-            || unreachable!("only one caller starts"),
+            || -> Result<_, &str> { unreachable!("only one caller starts") },
             || Instant::now() >= deadline,
         );
         assert_eq!(waited, Err(Unavailable::GaveUp));
         release.store(true, Ordering::SeqCst);
         assert_eq!(starter.join().ok().and_then(Result::ok).as_deref(), Some(&7));
-        assert_eq!(restarts.live(|| unreachable!(), || false).as_deref(), Ok(&7));
+        assert_eq!(
+            restarts
+                .live(|| -> Result<_, &str> { unreachable!() }, || false)
+                .as_deref(),
+            Ok(&7)
+        );
     }
 
     #[test]
     fn a_failed_start_counts_a_crash_and_five_give_up() {
         let restarts: Restarts<u32> = Restarts::default();
         for _ in 0..MAX_CRASHES {
-            let answer = restarts.live(|| Err("no".into()), || false);
+            let answer = restarts.live(|| Err("no"), || false);
             assert_eq!(answer, Err(Unavailable::StartFailed("no".into())));
         }
         assert_eq!(
-            restarts.live(|| Ok(Arc::new(1)), || false),
+            restarts.live(|| Ok::<_, &str>(Arc::new(1)), || false),
             Err(Unavailable::Failed)
         );
     }

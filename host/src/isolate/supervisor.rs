@@ -18,11 +18,12 @@ use toolhost_core::abi::{level, FfiContextRef, NO_DEADLINE};
 use toolhost_core::wire::codes;
 use toolhost_core::{Manifest, Status, ToolResult};
 
+use super::error::{Step, SupervisorError};
 use super::exit::{self, Ended};
 use super::frame::{self, Frame, Kind, ReadError};
 use super::restart::Restarts;
 use crate::events::EventBus;
-use crate::loader::log_line;
+use crate::loader::{log_line, ModuleError};
 
 /// The program re-executed as the worker: this executable unless an
 /// embedder said otherwise with [`set_worker_program`].
@@ -134,8 +135,8 @@ impl Supervisor {
     /// and gives the mount envelope.
     pub fn first_start(
         self: &Arc<Self>,
-        envelope: impl FnOnce(&Manifest) -> Result<String, String>,
-    ) -> Result<Started, String> {
+        envelope: impl FnOnce(&Manifest) -> Result<String, ModuleError>,
+    ) -> Result<Started, SupervisorError> {
         let (live, started) = self.start(Some(Box::new(envelope)))?;
         self.state.install(live);
         Ok(started)
@@ -145,12 +146,13 @@ impl Supervisor {
     #[allow(clippy::type_complexity)]
     fn start(
         self: &Arc<Self>,
-        envelope: Option<Box<dyn FnOnce(&Manifest) -> Result<String, String> + '_>>,
-    ) -> Result<(Arc<Live>, Started), String> {
+        envelope: Option<Box<dyn FnOnce(&Manifest) -> Result<String, ModuleError> + '_>>,
+    ) -> Result<(Arc<Live>, Started), SupervisorError> {
         let started = std::time::Instant::now();
         let label = &self.launch.label;
-        let program = worker_program().map_err(|e| {
-            format!("module '{label}': cannot find the toolhost executable to run its worker: {e}")
+        let program = worker_program().map_err(|error| SupervisorError::Program {
+            label: label.clone(),
+            error,
         })?;
         let mut command = Command::new(program);
         command
@@ -163,11 +165,13 @@ impl Supervisor {
         if let Some(mb) = self.launch.memory_limit_mb {
             command.arg("--memory-limit-mb").arg(mb.to_string());
         }
-        let mut child = super::spawn::spawn(command)
-            .map_err(|e| format!("module '{label}': cannot start its worker process: {e}"))?;
+        let mut child = super::spawn::spawn(command).map_err(|error| SupervisorError::Spawn {
+            label: label.clone(),
+            error,
+        })?;
         let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
-            return Err(format!("module '{label}': its worker has no pipes"));
+            return Err(SupervisorError::Pipes { label: label.clone() });
         };
         let live = Arc::new(Live {
             pid: child.id(),
@@ -193,35 +197,38 @@ impl Supervisor {
                         kill(pid);
                     }
                 });
-            if let Err(e) = watchdog {
+            if let Err(error) = watchdog {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("module '{label}': cannot watch its worker's start: {e}"));
+                return Err(SupervisorError::Thread {
+                    label: label.clone(),
+                    what: "watch its worker's start",
+                    error,
+                });
             }
         }
         let first = envelope.is_some();
-        let handshake = (|| -> Result<Started, String> {
+        let handshake = (|| -> Result<Started, Step> {
             live.send(&Frame::new(Kind::Open).text(self.launch.library.to_string_lossy()))
-                .map_err(|e| format!("cannot talk to its worker: {e}"))?;
+                .map_err(Step::Talk)?;
             let manifest_frame = self.expect(&mut reader, Kind::Manifest, first)?;
-            let manifest: Manifest = serde_json::from_str(manifest_frame.body_text())
-                .map_err(|e| format!("its worker sent a malformed manifest: {e}"))?;
+            let manifest: Manifest =
+                serde_json::from_str(manifest_frame.body_text()).map_err(Step::Manifest)?;
             // The name is the one checked against the plan at mount: a
             // restarted worker (whose library could write any frame
             // first) may not rename the module its logs and errors name.
             if envelope.is_some() {
                 *self.name.lock().unwrap_or_else(PoisonError::into_inner) = manifest.name.clone();
             } else if manifest.name != self.name() {
-                return Err(format!(
-                    "its restarted worker named the module '{}', not '{}' as at mount",
-                    manifest.name,
-                    self.name()
-                ));
+                return Err(Step::Renamed {
+                    named: manifest.name,
+                    expected: self.name(),
+                });
             }
             let load_time = started.elapsed();
             let text = match envelope {
                 Some(make) => {
-                    let text = make(&manifest)?;
+                    let text = make(&manifest).map_err(Step::Refused)?;
                     *self
                         .launch
                         .envelope
@@ -238,7 +245,7 @@ impl Supervisor {
                     .unwrap_or_else(|| "{}".into()),
             };
             live.send(&Frame::new(Kind::Mount).body(&text))
-                .map_err(|e| format!("cannot talk to its worker: {e}"))?;
+                .map_err(Step::Talk)?;
             let mounted = self.expect(&mut reader, Kind::Mounted, first)?;
             Ok(Started {
                 manifest,
@@ -247,14 +254,7 @@ impl Supervisor {
             })
         })();
         drop(finished);
-        let handshake = match handshake {
-            Err(_) if timed_out.load(Ordering::SeqCst) => Err(format!(
-                "module '{label}': its worker did not finish opening and mounting the library within \
-                 {} ms, so the host killed it",
-                limit.as_millis()
-            )),
-            other => other,
-        };
+        let timed_out = timed_out.load(Ordering::SeqCst);
         match handshake {
             Ok(started) => {
                 let me = self.clone();
@@ -262,43 +262,46 @@ impl Supervisor {
                 std::thread::Builder::new()
                     .name(format!("toolhost-worker-{}", live.pid))
                     .spawn(move || me.read(watched, reader, child))
-                    .map_err(|e| format!("module '{label}': cannot start its reader thread: {e}"))?;
+                    .map_err(|error| SupervisorError::Thread {
+                        label: label.clone(),
+                        what: "start its reader thread",
+                        error,
+                    })?;
                 Ok((live, started))
             }
-            Err(message) => {
+            Err(_) if timed_out => {
+                drop(live);
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(SupervisorError::TimedOut {
+                    label: label.clone(),
+                    limit_ms: limit.as_millis(),
+                })
+            }
+            Err(step) => {
                 drop(live);
                 let _ = child.kill();
                 let status = child.wait().ok();
-                let message = if message.starts_with("module '") {
-                    message
-                } else if message == "EOF" {
-                    format!(
-                        "module '{label}': its worker process {} before mounting",
-                        exit::describe(status).why
-                    )
-                } else {
-                    format!("module '{label}': {message}")
-                };
-                Err(message)
+                Err(step.into_error(label, || exit::describe(status).why))
             }
         }
     }
 
     /// Reads frames until one of kind `want`, handling logs and events on
-    /// the way. "EOF" when the worker ends first; the worker's own message
-    /// when it reports an error.
+    /// the way. [`Step::Eof`] when the worker ends first; the worker's own
+    /// message when it reports an error.
     /// `first` at the first start, whose reports `toolhost check` keeps.
-    fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind, first: bool) -> Result<Frame, String> {
+    fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind, first: bool) -> Result<Frame, Step> {
         let mut buf = Vec::new();
         loop {
             let frame = match frame::read_frame(reader, &mut buf, frame::MAX_FRAME_BYTES) {
                 Ok(frame) => frame,
-                Err(ReadError::Eof) => return Err("EOF".into()),
-                Err(e) => return Err(format!("its worker {e}")),
+                Err(ReadError::Eof) => return Err(Step::Eof),
+                Err(e) => return Err(Step::Protocol(e)),
             };
             match frame.t {
                 t if t == want => return Ok(frame),
-                Kind::Error => return Err(frame.text.unwrap_or_default()),
+                Kind::Error => return Err(Step::Worker(frame.text.unwrap_or_default())),
                 _ => self.side_effect(frame, first),
             }
         }
@@ -427,7 +430,7 @@ impl Supervisor {
             || {
                 let (live, _) = self.start(None)?;
                 tracing::info!(module = %self.name(), pid = live.pid, "restarted the isolated module's worker");
-                Ok(live)
+                Ok::<_, SupervisorError>(live)
             },
             || ctx.is_cancelled() || ctx.remaining_ms() == 0,
         );

@@ -96,10 +96,14 @@ pub enum ModuleError {
         /// What is wrong.
         detail: String,
     },
-    /// An isolated module's worker or a mounted MCP server could not be
-    /// started or mounted; the message names the entry already.
-    #[error("{0}")]
-    Source(String),
+    /// An isolated module's worker could not be started or mounted; the
+    /// message names the entry already.
+    #[error(transparent)]
+    Isolated(#[from] crate::isolate::SupervisorError),
+    /// A mounted MCP server could not be connected to, initialized or
+    /// listed; the message names the entry already.
+    #[error(transparent)]
+    McpSource(#[from] crate::source::mcp::SourceError),
     /// The module's `mount` (or a tool spec it registered) failed.
     #[error("module '{label}': {detail}")]
     Mount {

@@ -84,12 +84,10 @@ pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result
             locate::exists(path)?;
             path.clone()
         }
-        ModuleSource::Mcp(mcp) => {
-            return crate::source::mcp::mount(entry, mcp, plan, events).map_err(ModuleError::Source)
-        }
+        ModuleSource::Mcp(mcp) => return Ok(crate::source::mcp::mount(entry, mcp, plan, events)?),
     };
     if entry.isolation == Isolation::Process {
-        return crate::isolate::mount(entry, plan, events, &path).map_err(ModuleError::Source);
+        return crate::isolate::mount(entry, plan, events, &path);
     }
     let library = library::open(&path, &label)?;
     let manifest = library.manifest;

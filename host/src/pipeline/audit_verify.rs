@@ -53,11 +53,25 @@ pub struct Report {
     last_unchained: Option<String>,
 }
 
+/// A log file that could not be read. A single struct: a broken chain is
+/// not an error but the [`Report`]'s finding, so reading is all that fails.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {}: {error}", file.display())]
+pub struct VerifyError {
+    /// The file.
+    pub file: std::path::PathBuf,
+    /// The I/O error.
+    pub error: std::io::Error,
+}
+
 /// Verifies `files` in order as one chain.
-pub fn verify(files: &[&Path]) -> Result<Report, String> {
+pub fn verify(files: &[&Path]) -> Result<Report, VerifyError> {
     let mut report = Report::default();
     for file in files {
-        let text = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let text = std::fs::read(file).map_err(|error| VerifyError {
+            file: file.to_path_buf(),
+            error,
+        })?;
         verify_text(&file.display().to_string(), &text, &mut report);
         if report.broken.is_some() {
             break;

@@ -34,7 +34,7 @@ use crate::cancel::{CancelToken, OnCancel};
 use crate::context::{CallContext, ProgressSink};
 use crate::tool::MountedTool;
 
-use super::handoff::Handoff;
+use super::handoff::{Handoff, JobError};
 use super::watchdog::{Ended, Watch, Watchdog};
 
 /// How one call is to run.
@@ -71,8 +71,8 @@ pub(crate) struct Engine {
 
 /// A call under watch, ready to run on whichever thread.
 struct Armed {
-    /// Runs the tool; a panic becomes its message.
-    job: Box<dyn FnOnce() -> Result<String, String> + Send>,
+    /// Runs the tool; a panic becomes [`JobError::Panicked`].
+    job: Box<dyn FnOnce() -> Result<String, JobError> + Send>,
     watch: Watch,
     /// Cancels the call at shutdown, for as long as it runs.
     _shutdown: OnCancel,
@@ -115,7 +115,7 @@ impl Engine {
         let task = self.handoff.run(armed.job);
         let returned = tokio::select! {
             biased;
-            joined = task => Ok(joined.map_err(|e| e.to_string()).and_then(|r| r)),
+            joined = task => Ok(joined.and_then(|r| r)),
             why = &mut abandoned => Err(why),
         };
         let why = match returned {
@@ -201,7 +201,7 @@ impl Engine {
         let job = Box::new(move || {
             let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
             catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
-                .map_err(|payload| toolhost_core::panic_message(&*payload))
+                .map_err(|payload| JobError::Panicked(toolhost_core::panic_message(&*payload)))
         });
         Ok(Armed {
             job,
@@ -302,7 +302,7 @@ fn abandoned_answer(tool: &MountedTool, id: &str, why: Status, limits: &Limits) 
 }
 
 /// The tool's JSON result, checked; a malformed one becomes an error.
-fn parse(joined: Result<String, String>, id: &str) -> ToolResult {
+fn parse(joined: Result<String, JobError>, id: &str) -> ToolResult {
     let text = match joined {
         Ok(text) => text,
         Err(e) => {

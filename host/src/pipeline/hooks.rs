@@ -40,6 +40,46 @@ pub struct Hooks {
     plan_dir: PathBuf,
 }
 
+/// Why a hook failed (its `on_failure` policy then allows or denies the
+/// call); the message goes into the refusal and its `details.failure`.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// The program could not be started.
+    #[error("cannot start {program}: {error}")]
+    Start {
+        /// The program, as resolved.
+        program: String,
+        /// What the spawn said.
+        error: std::io::Error,
+    },
+    /// Waiting for the process failed.
+    #[error("cannot wait for it: {0}")]
+    Wait(std::io::Error),
+    /// It ran past its `timeout_ms` (its process group was killed).
+    #[error("timed out after {0} ms")]
+    TimedOut(u64),
+    /// It exited unsuccessfully.
+    #[error("exited with {status}{stderr_note}")]
+    Exited {
+        /// The exit status.
+        status: std::process::ExitStatus,
+        /// `; its stderr ended with: …`, or nothing.
+        stderr_note: String,
+    },
+    /// Its answer was longer than the limit.
+    #[error("answered more than {MAX_ANSWER_BYTES} bytes on stdout{stderr_note}")]
+    TooLong {
+        /// `; its stderr ended with: …`, or nothing.
+        stderr_note: String,
+    },
+    /// Its answer is not a hook answer.
+    #[error("answered something that is not a hook answer: {0}")]
+    BadAnswer(serde_json::Error),
+    /// `modify` without the part to modify.
+    #[error("answered modify without an `{0}`")]
+    ModifyWithout(&'static str),
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Answer {
@@ -111,7 +151,7 @@ impl Hooks {
                             modified = true;
                         }
                         None => {
-                            return Err(hook_failed(tool, id, hook, "answered modify without an `input`"));
+                            return Err(hook_failed(tool, id, hook, &HookError::ModifyWithout("input")));
                         }
                     },
                 },
@@ -138,7 +178,7 @@ impl Hooks {
                     Decision::Deny => return denied(tool, &id, hook, answer.reason),
                     Decision::Modify => match answer.output {
                         Some(output) => result.output = output,
-                        None => return hook_failed(tool, &id, hook, "answered modify without an `output`"),
+                        None => return hook_failed(tool, &id, hook, &HookError::ModifyWithout("output")),
                     },
                 },
                 Err(why) if hook.on_failure == HookFailure::Allow => {
@@ -151,7 +191,7 @@ impl Hooks {
     }
 
     /// Runs one hook process with the event on stdin, under its timeout.
-    async fn run(&self, hook: &HookEntry, event: &Value) -> Result<Answer, String> {
+    async fn run(&self, hook: &HookEntry, event: &Value) -> Result<Answer, HookError> {
         let program = {
             let p = Path::new(&hook.command[0]);
             if p.is_relative() && hook.command[0].contains('/') {
@@ -168,7 +208,10 @@ impl Hooks {
             .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+            .map_err(|error| HookError::Start {
+                program: program.display().to_string(),
+                error,
+            })?;
         let pgid = child.id();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
@@ -187,7 +230,7 @@ impl Hooks {
         let exited = async {
             let status = child.wait().await;
             kill_group(pgid);
-            status.map_err(|e| format!("cannot wait for it: {e}"))
+            status.map_err(HookError::Wait)
         };
         let work = async {
             let ((), status, out, err) = tokio::join!(
@@ -196,14 +239,14 @@ impl Hooks {
                 read_capped(stdout, MAX_ANSWER_BYTES),
                 read_tail(stderr, STDERR_TAIL_BYTES)
             );
-            Ok::<_, String>((status?, out, err))
+            Ok::<_, HookError>((status?, out, err))
         };
         let outcome = tokio::time::timeout(Duration::from_millis(hook.timeout_ms), work).await;
         let (status, (out, too_long), err) = match outcome {
             Ok(result) => result?,
             Err(_) => {
                 kill_group(pgid);
-                return Err(format!("timed out after {} ms", hook.timeout_ms));
+                return Err(HookError::TimedOut(hook.timeout_ms));
             }
         };
         let err = String::from_utf8_lossy(&err);
@@ -214,12 +257,10 @@ impl Hooks {
             format!("; its stderr ended with: {err}")
         };
         if !status.success() {
-            return Err(format!("exited with {status}{stderr_note}"));
+            return Err(HookError::Exited { status, stderr_note });
         }
         if too_long {
-            return Err(format!(
-                "answered more than {MAX_ANSWER_BYTES} bytes on stdout{stderr_note}"
-            ));
+            return Err(HookError::TooLong { stderr_note });
         }
         let text = String::from_utf8_lossy(&out);
         if text.trim().is_empty() {
@@ -230,8 +271,7 @@ impl Hooks {
                 output: None,
             });
         }
-        serde_json::from_str(text.trim())
-            .map_err(|e| format!("answered something that is not a hook answer: {e}"))
+        serde_json::from_str(text.trim()).map_err(HookError::BadAnswer)
     }
 }
 
@@ -298,7 +338,7 @@ fn denied(tool: &MountedTool, id: &str, hook: &HookEntry, reason: Option<String>
     .with_details(json!({ "hook": hook.command, "reason": reason }))
 }
 
-fn hook_failed(tool: &MountedTool, id: &str, hook: &HookEntry, why: &str) -> ToolResult {
+fn hook_failed(tool: &MountedTool, id: &str, hook: &HookEntry, why: &HookError) -> ToolResult {
     ToolResult::failure(
         id,
         Status::PolicyDenied,
@@ -309,5 +349,5 @@ fn hook_failed(tool: &MountedTool, id: &str, hook: &HookEntry, why: &str) -> Too
             tool.name()
         ),
     )
-    .with_details(json!({ "hook": hook.command, "failure": why }))
+    .with_details(json!({ "hook": hook.command, "failure": why.to_string() }))
 }

@@ -265,8 +265,9 @@ impl Pipeline {
         if trace.input_for_key.is_some() {
             trace.input_for_key = Some(call.input.clone());
         }
-        crate::governance::request::check(&call.context)
-            .map_err(|e| ToolResult::failure(id, Status::ValidationError, codes::INVALID_INPUT, e))?;
+        crate::governance::request::check(&call.context).map_err(|e| {
+            ToolResult::failure(id, Status::ValidationError, codes::INVALID_INPUT, e.to_string())
+        })?;
         // 3. grants, deprecation, then the policy rules (and approval)
         trace.decision = "grant_denied";
         trace.grant = crate::governance::grants::check(
@@ -453,12 +454,12 @@ impl Pipeline {
         Duration::from_secs(secs)
     }
 
-    fn store(&self) -> Result<Arc<crate::state::Store>, String> {
+    fn store(&self) -> Result<Arc<crate::state::Store>, crate::state::StateError> {
         let mut slot = self.store.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(store) = slot.as_ref() {
             return Ok(store.clone());
         }
-        let store = crate::state::Store::open(&self.host.plan).map_err(|e| e.to_string())?;
+        let store = crate::state::Store::open(&self.host.plan)?;
         *slot = Some(store.clone());
         Ok(store)
     }

@@ -15,7 +15,7 @@ const MAX_VIOLATIONS: usize = 20;
 pub fn input(tool: &MountedTool, id: &str, input: &Value) -> Result<(), ToolResult> {
     let validator = tool
         .validator()
-        .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e))?;
+        .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e.to_string()))?;
     if validator.is_valid(input) {
         return Ok(());
     }

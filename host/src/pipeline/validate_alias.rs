@@ -64,7 +64,7 @@ fn through_profile(
     let label = format!("'{name}' ({}'s {})", profile.family_label(), profile.name());
     let validator = profile
         .validator()
-        .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e))?;
+        .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e.to_string()))?;
     if !validator.is_valid(input) {
         let violations = validate::violations(validator, input);
         let params: Vec<&str> = profile.params().collect();
@@ -91,7 +91,7 @@ fn through_profile(
     })?;
     let canonical = tool
         .validator()
-        .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e))?;
+        .map_err(|e| ToolResult::failure(id, Status::Error, codes::INTERNAL, e.to_string()))?;
     if canonical.is_valid(&mapped) {
         return Ok(mapped);
     }

@@ -6,6 +6,7 @@
 
 mod discover;
 mod env_expand;
+mod mcp_error;
 #[cfg(test)]
 mod props;
 mod ready;
@@ -16,6 +17,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub use discover::{discover, user_plan_file, Discovered, Origin, BUILT_IN_NAME, PROJECT_FILE};
+pub use env_expand::ExpandError;
+pub use mcp_error::McpTableError;
 pub use ready::{ready_plan, READY_PLANS};
 pub use schema::{
     Decision, HookEntry, HookEvent, HookFailure, HostSection, IdempotencyTtl, Isolation, McpSource,
@@ -148,6 +151,31 @@ pub enum PlanError {
         /// What is wrong.
         message: String,
     },
+    /// A `[tools.mcp]` table that cannot be used.
+    #[error("{file}: {error}")]
+    McpTable {
+        /// The plan file.
+        file: PathBuf,
+        /// What is wrong, and in which entry.
+        error: McpTableError,
+    },
+    /// A shared-state key of `[host]` that cannot be used.
+    #[error("{file}: {error}")]
+    State {
+        /// The plan file.
+        file: PathBuf,
+        /// Which key, and why.
+        error: crate::state::config::ConfigError,
+    },
+    /// A principal, grant, redaction pattern or version pin that cannot be
+    /// used.
+    #[error("{file}: {error}")]
+    Governance {
+        /// The plan file.
+        file: PathBuf,
+        /// Which entry, and why.
+        error: crate::governance::GovernanceError,
+    },
 }
 
 impl Plan {
@@ -219,7 +247,12 @@ impl Plan {
         for (index, entry) in raw.tools.iter().enumerate() {
             let which = format!("[[tools]] #{}", index + 1);
             let source = match (&entry.module, &entry.path, &entry.mcp) {
-                (None, None, Some(mcp)) => ModuleSource::Mcp(mcp_source(mcp, &which).map_err(invalid)?),
+                (None, None, Some(mcp)) => {
+                    ModuleSource::Mcp(mcp_source(mcp, &which).map_err(|error| PlanError::McpTable {
+                        file: file.to_path_buf(),
+                        error,
+                    })?)
+                }
                 (Some(name), None, None) => {
                     if name.is_empty()
                         || !name
@@ -307,7 +340,10 @@ impl Plan {
         for value in [&mut host.state_url, &mut host.host_id].into_iter().flatten() {
             *value = env_expand::expand_str(value).map_err(|e| invalid(e.to_string()))?;
         }
-        crate::state::config::check(&host).map_err(invalid)?;
+        crate::state::config::check(&host).map_err(|error| PlanError::State {
+            file: file.to_path_buf(),
+            error,
+        })?;
         for (i, hook) in raw.hooks.iter().enumerate() {
             if hook.command.is_empty() || hook.command[0].is_empty() {
                 return Err(invalid(format!(
@@ -336,7 +372,10 @@ impl Plan {
             &raw.policy,
             &host.redact,
         )
-        .map_err(invalid)?;
+        .map_err(|error| PlanError::Governance {
+            file: file.to_path_buf(),
+            error,
+        })?;
         Ok(Plan {
             file: file.to_path_buf(),
             host,
@@ -366,45 +405,40 @@ impl Plan {
 
 /// `[tools.mcp]` checked (a command or a URL, not both) with `${ENV}`
 /// expanded in its command, env and headers.
-fn mcp_source(mcp: &McpSource, which: &str) -> Result<McpSource, String> {
-    let expand = |s: &str| env_expand::expand_str(s).map_err(|e| format!("{which}: [tools.mcp]: {e}"));
+fn mcp_source(mcp: &McpSource, which: &str) -> Result<McpSource, McpTableError> {
+    let which_ = || which.to_string();
+    let expand = |s: &str| {
+        env_expand::expand_str(s).map_err(|error| McpTableError::Expand {
+            which: which_(),
+            error,
+        })
+    };
     match (mcp.command.is_empty(), &mcp.url) {
-        (false, Some(_)) => {
-            return Err(format!(
-                "{which}: [tools.mcp] takes `command` (stdio) or `url` (streamable HTTP), not both"
-            ))
-        }
-        (true, None) => {
-            return Err(format!(
-                "{which}: [tools.mcp] needs `command = [\"program\", …]` or `url = \"https://…\"`"
-            ))
-        }
+        (false, Some(_)) => return Err(McpTableError::Both { which: which_() }),
+        (true, None) => return Err(McpTableError::Neither { which: which_() }),
         _ => {}
     }
     if mcp.command.first().is_some_and(|p| p.is_empty()) {
-        return Err(format!("{which}: [tools.mcp] `command` needs a program"));
+        return Err(McpTableError::NoProgram { which: which_() });
     }
     if let Some(url) = &mcp.url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(format!(
-                "{which}: [tools.mcp] url '{url}' must start with http:// or https://"
-            ));
+            return Err(McpTableError::Scheme {
+                which: which_(),
+                url: url.clone(),
+            });
         }
     }
     if mcp.url.is_none() && !mcp.headers.is_empty() {
-        return Err(format!(
-            "{which}: [tools.mcp] `headers` apply to `url` servers only"
-        ));
+        return Err(McpTableError::HeadersWithoutUrl { which: which_() });
     }
     if mcp.url.is_some() && !mcp.env.is_empty() {
-        return Err(format!(
-            "{which}: [tools.mcp] `env` applies to `command` servers only"
-        ));
+        return Err(McpTableError::EnvWithoutCommand { which: which_() });
     }
     let expand_map = |map: &std::collections::BTreeMap<String, String>| {
         map.iter()
             .map(|(k, v)| Ok((k.clone(), expand(v)?)))
-            .collect::<Result<_, String>>()
+            .collect::<Result<_, McpTableError>>()
     };
     Ok(McpSource {
         command: mcp.command.iter().map(|s| expand(s)).collect::<Result<_, _>>()?,
@@ -532,6 +566,12 @@ mod tests {
             let err = Plan::parse(&format!("[[tools]]\n{bad}"), Path::new("p.toml")).unwrap_err();
             assert!(err.to_string().contains(says), "{bad}: {err}");
         }
+        let err =
+            Plan::parse("[[tools]]\n[tools.mcp]\nurl = \"ftp://x\"\n", Path::new("p.toml")).unwrap_err();
+        assert!(
+            matches!(&err, PlanError::McpTable { error: McpTableError::Scheme { url, .. }, .. } if url == "ftp://x"),
+            "{err}"
+        );
     }
 
     #[test]

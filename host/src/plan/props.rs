@@ -139,7 +139,12 @@ proptest! {
     #[test]
     fn any_plan_text_parses_or_fails_with_a_located_error(text in plan_text()) {
         match Plan::parse(&text, Path::new("/plans/p.toml")) {
-            Ok(_) | Err(PlanError::Invalid { .. }) | Err(PlanError::Read { .. }) => {}
+            Ok(_)
+            | Err(PlanError::Invalid { .. })
+            | Err(PlanError::Read { .. })
+            | Err(PlanError::McpTable { .. })
+            | Err(PlanError::State { .. })
+            | Err(PlanError::Governance { .. }) => {}
             Err(PlanError::Syntax { line, column, message, .. }) => {
                 prop_assert!(!message.is_empty());
                 prop_assert!(line >= 1 && line <= text.lines().count().max(1) + 1, "line {} of {:?}", line, text);

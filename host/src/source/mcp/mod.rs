@@ -6,6 +6,7 @@
 //! idempotency) applies to it exactly as to a native tool.
 
 mod convert;
+mod error;
 mod probe;
 mod runtime;
 mod server;
@@ -18,6 +19,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RStr, RString};
 use toolhost_core::abi::{FfiCleanup, FfiCleanup_TO, FfiContextRef, FfiTool, FfiTool_TO};
 
+pub use error::{HandshakeError, RuntimeError, SourceError};
 pub use server::Server;
 
 use crate::events::EventBus;
@@ -31,7 +33,7 @@ pub fn mount(
     mcp: &McpSource,
     plan: &Plan,
     _events: &Arc<EventBus>,
-) -> Result<MountedModule, String> {
+) -> Result<MountedModule, SourceError> {
     let started = Instant::now();
     let label = entry.label();
     let server = Server::new(label.clone(), mcp.clone());

@@ -7,10 +7,12 @@ use std::sync::{mpsc, OnceLock};
 
 use tokio::runtime::{Handle, Runtime};
 
-static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+use super::error::RuntimeError;
+
+static RUNTIME: OnceLock<Result<Runtime, RuntimeError>> = OnceLock::new();
 
 /// The MCP clients' runtime.
-pub fn handle() -> Result<Handle, String> {
+pub fn handle() -> Result<Handle, RuntimeError> {
     RUNTIME
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
@@ -18,7 +20,7 @@ pub fn handle() -> Result<Handle, String> {
                 .thread_name("toolhost-mcp-client")
                 .enable_all()
                 .build()
-                .map_err(|e| format!("cannot start the MCP client runtime: {e}"))
+                .map_err(|e| RuntimeError::Start(e.to_string()))
         })
         .as_ref()
         .map(|rt| rt.handle().clone())
@@ -26,12 +28,11 @@ pub fn handle() -> Result<Handle, String> {
 }
 
 /// Runs `future` on the MCP runtime and blocks this thread for its output.
-pub fn wait<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) -> Result<T, String> {
+pub fn wait<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) -> Result<T, RuntimeError> {
     let handle = handle()?;
     let (tx, rx) = mpsc::channel();
     handle.spawn(async move {
         let _ = tx.send(future.await);
     });
-    rx.recv()
-        .map_err(|_| "the MCP client task ended without an answer".to_string())
+    rx.recv().map_err(|_| RuntimeError::NoAnswer)
 }

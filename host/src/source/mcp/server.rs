@@ -23,6 +23,7 @@ use toolhost_core::abi::FfiContextRef;
 use toolhost_core::wire::codes;
 use toolhost_core::{CallRequest, Status, ToolResult};
 
+use super::error::{HandshakeError, SourceError};
 use super::{convert, probe, runtime};
 use crate::isolate::crashed_result;
 use crate::isolate::exit::{self, Ended};
@@ -136,31 +137,34 @@ impl Server {
     }
 
     /// Connects (the first time) and returns the server's tools.
-    pub fn connect(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
+    pub fn connect(self: &Arc<Self>) -> Result<Vec<Tool>, SourceError> {
         let conn = self.open()?;
         self.state.install(conn.clone());
         self.list_tools(&conn)
     }
 
     /// The server's current tools.
-    pub fn tools(self: &Arc<Self>) -> Result<Vec<Tool>, String> {
+    pub fn tools(self: &Arc<Self>) -> Result<Vec<Tool>, SourceError> {
         let conn = self
             .live(|| false, || false)
-            .map_err(|r| r.message().to_string())?;
+            .map_err(|r| SourceError::Unavailable(r.message().to_string()))?;
         self.list_tools(&conn)
     }
 
-    fn list_tools(&self, conn: &Arc<Conn>) -> Result<Vec<Tool>, String> {
+    fn list_tools(&self, conn: &Arc<Conn>) -> Result<Vec<Tool>, SourceError> {
         let peer = conn.peer.clone();
         let label = self.label.clone();
         runtime::wait(async move {
             match tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools()).await {
                 Ok(Ok(tools)) => Ok(tools),
-                Ok(Err(e)) => Err(format!("{label}: tools/list failed: {e}")),
-                Err(_) => Err(format!(
-                    "{label}: tools/list got no answer within {}s",
-                    CONNECT_TIMEOUT.as_secs()
-                )),
+                Ok(Err(error)) => Err(SourceError::List {
+                    label,
+                    error: Box::new(error),
+                }),
+                Err(_) => Err(SourceError::ListTimeout {
+                    label,
+                    secs: CONNECT_TIMEOUT.as_secs(),
+                }),
             }
         })?
     }
@@ -208,7 +212,7 @@ impl Server {
     }
 
     /// Spawns or dials the server and runs the MCP handshake.
-    fn open(self: &Arc<Self>) -> Result<Arc<Conn>, String> {
+    fn open(self: &Arc<Self>) -> Result<Arc<Conn>, SourceError> {
         let handler = Handler {
             routes: self.routes.clone(),
             on_change: {
@@ -226,10 +230,20 @@ impl Server {
             let service = runtime::wait(async move {
                 let mut custom = HashMap::new();
                 for (name, value) in headers {
-                    let name = hyper::header::HeaderName::try_from(name.as_str())
-                        .map_err(|e| format!("{label}: header name '{name}': {e}"))?;
-                    let value = hyper::header::HeaderValue::try_from(value.as_str())
-                        .map_err(|e| format!("{label}: header '{name}' has an invalid value: {e}"))?;
+                    let name = hyper::header::HeaderName::try_from(name.as_str()).map_err(|error| {
+                        SourceError::HeaderName {
+                            label: label.clone(),
+                            name: name.clone(),
+                            error,
+                        }
+                    })?;
+                    let value = hyper::header::HeaderValue::try_from(value.as_str()).map_err(|error| {
+                        SourceError::HeaderValue {
+                            label: label.clone(),
+                            name: name.to_string(),
+                            error,
+                        }
+                    })?;
                     custom.insert(name, value);
                 }
                 let config =
@@ -240,13 +254,16 @@ impl Server {
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
                 match tokio::time::timeout(CONNECT_TIMEOUT, handler.serve(transport)).await {
                     Ok(Ok(service)) => Ok(service),
-                    Ok(Err(e)) => Err(format!(
-                        "{label}: cannot initialize an MCP session with {url}: {e}"
-                    )),
-                    Err(_) => Err(format!(
-                        "{label}: {url} did not finish the MCP handshake within {}s",
-                        CONNECT_TIMEOUT.as_secs()
-                    )),
+                    Ok(Err(error)) => Err(SourceError::Initialize {
+                        label,
+                        url,
+                        error: Box::new(error),
+                    }),
+                    Err(_) => Err(SourceError::InitializeTimeout {
+                        label,
+                        url,
+                        secs: CONNECT_TIMEOUT.as_secs(),
+                    }),
                 }
             })??;
             return Ok(Arc::new(Conn {
@@ -264,12 +281,14 @@ impl Server {
             .source
             .command
             .split_first()
-            .ok_or_else(|| format!("{label}: [tools.mcp] has no command"))?;
+            .ok_or_else(|| SourceError::NoCommand { label: label.clone() })?;
         // The server runs under a subreaper (this executable, re-run as
         // `__reaper`) that kills whatever the server started, even what
         // left its process group, when the server ends or is stopped.
-        let reaper = crate::isolate::supervisor::worker_program()
-            .map_err(|e| format!("{label}: cannot find the toolhost executable to run its reaper: {e}"))?;
+        let reaper = crate::isolate::supervisor::worker_program().map_err(|error| SourceError::Reaper {
+            label: label.clone(),
+            error,
+        })?;
         let mut command = Command::new(reaper);
         command
             .arg("__reaper")
@@ -297,32 +316,40 @@ impl Server {
                 });
             }
         }
-        let mut child: Child = crate::isolate::spawn::spawn(command)
-            .map_err(|e| format!("{label}: cannot start MCP server '{program}': {e}"))?;
+        let mut child: Child = crate::isolate::spawn::spawn(command).map_err(|error| SourceError::Spawn {
+            label: label.clone(),
+            program: program.clone(),
+            error,
+        })?;
         let pgid = i32::try_from(child.id()).ok();
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
-            return Err(format!("{label}: the MCP server has no pipes"));
+            return Err(SourceError::Pipes { label });
         };
         let handshake = runtime::wait(async move {
-            let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(|e| e.to_string())?;
-            let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(|e| e.to_string())?;
+            let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(HandshakeError::Pipe)?;
+            let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(HandshakeError::Pipe)?;
             match tokio::time::timeout(CONNECT_TIMEOUT, handler.serve((stdout, stdin))).await {
                 Ok(Ok(service)) => Ok(service),
-                Ok(Err(e)) => Err(format!("the MCP handshake failed: {e}")),
-                Err(_) => Err(format!("no MCP handshake within {}s", CONNECT_TIMEOUT.as_secs())),
+                Ok(Err(e)) => Err(HandshakeError::Failed(Box::new(e))),
+                Err(_) => Err(HandshakeError::Timeout {
+                    secs: CONNECT_TIMEOUT.as_secs(),
+                }),
             }
         })
+        .map_err(HandshakeError::Runtime)
         .and_then(|r| r);
         let service = match handshake {
             Ok(service) => service,
-            Err(message) => {
+            Err(error) => {
                 kill_group(pgid);
                 let status = child.wait().ok();
-                return Err(format!(
-                    "{label}: MCP server '{program}' ({}): {message}",
-                    exit::describe(status).why
-                ));
+                return Err(SourceError::Handshake {
+                    label,
+                    program: program.clone(),
+                    why: exit::describe(status).why,
+                    error,
+                });
             }
         };
         let conn = Arc::new(Conn {
@@ -341,7 +368,7 @@ impl Server {
                 let status = child.wait().ok();
                 me.ended(&watched, exit::describe(status));
             })
-            .map_err(|e| format!("{label}: cannot watch the MCP server: {e}"))?;
+            .map_err(|error| SourceError::Watch { label, error })?;
         Ok(conn)
     }
 
@@ -373,7 +400,7 @@ impl Server {
             || {
                 let conn = self.open()?;
                 tracing::info!(server = %self.label, "reconnected to the MCP server");
-                Ok(conn)
+                Ok::<_, SourceError>(conn)
             },
             stop,
         );
@@ -451,8 +478,8 @@ impl Server {
                 let _ = tx.send(reply);
             })
         });
-        if let Err(message) = spawned {
-            return ToolResult::failure("", Status::Error, codes::INTERNAL, message);
+        if let Err(error) = spawned {
+            return ToolResult::failure("", Status::Error, codes::INTERNAL, error.to_string());
         }
         let mut cancel = Some(cancel_tx);
         loop {

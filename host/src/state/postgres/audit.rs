@@ -71,11 +71,19 @@ impl AuditSink for PgAuditSink {
             let n = client
                 .execute(APPEND, &[&host, &text, &expected])
                 .await
-                .map_err(|e| match db_error(e) {
-                    StateError::Broken(m) if m.contains("toolhost_audit_pkey") => StateError::Broken(format!(
-                        "two processes append audit records as host '{host}' at once; give each host its own [host] host_id ({m})"
-                    )),
-                    other => other,
+                .map_err(|e| {
+                    // The driver names the violated constraint itself; a
+                    // second writer under this host id collides on the key.
+                    let collided = e
+                        .as_db_error()
+                        .and_then(|db| db.constraint())
+                        .is_some_and(|c| c == "toolhost_audit_pkey");
+                    match db_error(e) {
+                        StateError::Broken(m) if collided => StateError::Broken(format!(
+                            "two processes append audit records as host '{host}' at once; give each host its own [host] host_id ({m})"
+                        )),
+                        other => other,
+                    }
                 })?;
             Ok(n == 1)
         })
