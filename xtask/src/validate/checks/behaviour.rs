@@ -40,7 +40,7 @@ pub fn run(job: &Job, sink: &Sink, check: &str, index: usize, tool: &str) {
     sink.begin(check, Some(tool), "mount");
     let (module, name) = match super::mount::open_module(job) {
         Ok(opened) => opened,
-        Err(e) => return sink.result(CheckResult::skip(check, Some(tool), e)),
+        Err(e) => return sink.result(CheckResult::skip(check, Some(tool), e.to_string())),
     };
     let mounted = match session::mount(module, &name, &job.config, &job.work_dir) {
         Ok(m) => m,

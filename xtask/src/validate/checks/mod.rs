@@ -67,8 +67,7 @@ pub fn static_checks(specs: &[Value], module: &str, report: &mut dyn FnMut(Check
                 )
             })
         };
-        let parsed: Result<ToolSpec, String> =
-            serde_json::from_value(spec.clone()).map_err(|e| e.to_string());
+        let parsed: Result<ToolSpec, serde_json::Error> = serde_json::from_value(spec.clone());
         report(run(n::SPEC_FORMAT, &|| spec_fields::format(spec, &parsed, tool)));
         report(run(n::NAMES_SNAKE_CASE, &|| names::snake_case(spec, tool)));
         report(run(n::NAMES_RESERVED, &|| names::reserved(spec, tool, module)));
@@ -113,7 +112,7 @@ pub fn run_static(job: &crate::validate::protocol::Job, sink: &crate::validate::
     sink.begin(n::SPEC_FORMAT, None, "mount and read the specs");
     let (module, name) = match mount::open_module(job) {
         Ok(opened) => opened,
-        Err(e) => return sink.result(CheckResult::skip(n::SPEC_FORMAT, None, e)),
+        Err(e) => return sink.result(CheckResult::skip(n::SPEC_FORMAT, None, e.to_string())),
     };
     let mounted = match crate::validate::worker::session::mount(module, &name, &job.config, &job.work_dir) {
         Ok(m) => m,

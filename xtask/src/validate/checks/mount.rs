@@ -9,7 +9,7 @@ use toolhost_core::abi::ModuleRef;
 
 use crate::validate::check::{names as n, CheckResult, Verdict};
 use crate::validate::protocol::{Event, Job};
-use crate::validate::worker::session::MountError;
+use crate::validate::worker::session::{CleanupTimedOut, MountError};
 use crate::validate::worker::{library, logs, session, sink::Sink};
 
 /// The checks of the mount group, in order.
@@ -34,20 +34,24 @@ fn bad_configs() -> [Value; 3] {
     ]
 }
 
+/// The library did not load; the loading checks say why in full. A single
+/// struct: every caller skips or fails its check with this message.
+#[derive(Debug, thiserror::Error)]
+#[error("the library does not load: {}", .failure.as_deref().unwrap_or("see the loading checks"))]
+pub struct NotLoaded {
+    /// The first failing loading check's message, if one failed.
+    pub failure: Option<String>,
+}
+
 /// Opens the library quietly (its checks belong to the load group).
-pub fn open_module(job: &Job) -> Result<(ModuleRef, String), String> {
+pub fn open_module(job: &Job) -> Result<(ModuleRef, String), NotLoaded> {
     let mut failure = None;
     let module = library::open(&job.library, &mut |r| {
         if r.outcome == crate::validate::check::Outcome::Fail {
             failure = Some(r.message);
         }
     });
-    let module = module.ok_or_else(|| {
-        format!(
-            "the library does not load: {}",
-            failure.unwrap_or_else(|| "see the loading checks".into())
-        )
-    })?;
+    let module = module.ok_or(NotLoaded { failure })?;
     let text = (module.manifest())().into_string();
     let name = serde_json::from_str::<Value>(&text)
         .ok()
@@ -67,7 +71,7 @@ pub fn run(job: &Job, sink: &Sink) {
     let (module, name) = match open_module(job) {
         Ok(opened) => opened,
         Err(e) => {
-            sink.result(CheckResult::fail(n::MOUNT_MOUNT, None, e));
+            sink.result(CheckResult::fail(n::MOUNT_MOUNT, None, e.to_string()));
             return skip_rest(sink, "the library does not load");
         }
     };
@@ -175,10 +179,10 @@ fn mount_failure(error: &MountError, config: &Value) -> String {
     }
 }
 
-fn cleanup_check(outcome: Result<(), String>) -> CheckResult {
+fn cleanup_check(outcome: Result<(), CleanupTimedOut>) -> CheckResult {
     let mut v = Verdict::new();
     if let Err(e) = outcome {
-        v.fail(e);
+        v.fail(e.to_string());
     }
     let logged = logs::take();
     if let Some(line) = logged.lines().find(|l| l.contains("cleanup panicked")) {

@@ -9,7 +9,7 @@ use super::names::first_party_owner;
 use crate::validate::check::{names as n, CheckResult, Verdict};
 
 /// `spec.format`: the spec parses as a ToolSpec (the host refuses it otherwise).
-pub fn format(spec: &Value, parsed: &Result<ToolSpec, String>, tool: &str) -> CheckResult {
+pub fn format(spec: &Value, parsed: &Result<ToolSpec, serde_json::Error>, tool: &str) -> CheckResult {
     let mut v = Verdict::new();
     match parsed {
         Err(e) if !spec.is_object() => v.fail(format!("the spec is not a JSON object ({e})")),

@@ -37,7 +37,10 @@ pub enum MountError {
 
 impl MountError {
     /// Sorts a module's error message: the SDK says "mount panicked: …";
-    /// a module built otherwise may still say "panicked" somewhere.
+    /// a module built otherwise may still say "panicked" somewhere. The
+    /// ABI's `mount` answers a refusal and a caught panic alike, as an
+    /// `RString`, so the text is the only signal there is; a structured
+    /// kind would need an ABI change (and every published module rebuilt).
     fn from_module(message: String) -> MountError {
         if message.contains("panicked") {
             MountError::Panicked(message)
@@ -73,10 +76,20 @@ pub fn mount(module: ModuleRef, name: &str, config: &Value, work_dir: &Path) -> 
     }
 }
 
+/// A module's cleanup that did not return in time (it may still be
+/// running on its thread). A single struct: it is the only way the cleanup
+/// check fails here; a cleanup that panics is found in the logs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the cleanup did not return within {} ms", .bound.as_millis())]
+pub struct CleanupTimedOut {
+    /// The time allowed.
+    pub bound: Duration,
+}
+
 impl Mounted {
     /// Drops the tools, then runs the cleanup on its own thread, waiting at
-    /// most `bound`. Errors say what went wrong.
-    pub fn cleanup(mut self, bound: Duration) -> Result<(), String> {
+    /// most `bound`.
+    pub fn cleanup(mut self, bound: Duration) -> Result<(), CleanupTimedOut> {
         self.tools.clear();
         let Some(mut cleanup) = self.cleanup.take() else {
             return Ok(());
@@ -88,7 +101,7 @@ impl Mounted {
         });
         finished
             .recv_timeout(bound)
-            .map_err(|_| format!("the cleanup did not return within {} ms", bound.as_millis()))
+            .map_err(|_| CleanupTimedOut { bound })
     }
 
     /// Each tool's spec as JSON (a JSON string holding the raw text when the
