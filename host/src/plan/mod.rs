@@ -5,6 +5,7 @@
 //! relative paths resolve against the plan file's folder.
 
 mod discover;
+mod entry_error;
 mod env_expand;
 mod mcp_error;
 #[cfg(test)]
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub use discover::{discover, user_plan_file, Discovered, Origin, BUILT_IN_NAME, PROJECT_FILE};
+pub use entry_error::{HookEntryProblem, ToolEntryProblem};
 pub use env_expand::ExpandError;
 pub use mcp_error::McpTableError;
 pub use ready::{ready_plan, READY_PLANS};
@@ -151,6 +153,34 @@ pub enum PlanError {
         /// What is wrong.
         message: String,
     },
+    /// A `${VAR}` in a path or `[host]` value that cannot be expanded.
+    #[error("{file}: {error}")]
+    Env {
+        /// The plan file.
+        file: PathBuf,
+        /// Which variable, and why.
+        error: ExpandError,
+    },
+    /// A `[[tools]]` entry that cannot be used.
+    #[error("{file}: [[tools]] #{entry}: {problem}")]
+    Tool {
+        /// The plan file.
+        file: PathBuf,
+        /// The entry's number, from 1.
+        entry: usize,
+        /// What is wrong.
+        problem: ToolEntryProblem,
+    },
+    /// A `[[hooks]]` entry that cannot be used.
+    #[error("{file}: [[hooks]] #{entry}: {problem}")]
+    Hook {
+        /// The plan file.
+        file: PathBuf,
+        /// The entry's number, from 1.
+        entry: usize,
+        /// What is wrong.
+        problem: HookEntryProblem,
+    },
     /// A `[tools.mcp]` table that cannot be used.
     #[error("{file}: {error}")]
     McpTable {
@@ -206,6 +236,10 @@ impl Plan {
             file: file.to_path_buf(),
             message,
         };
+        let env = |error| PlanError::Env {
+            file: file.to_path_buf(),
+            error,
+        };
         let base = file
             .parent()
             .map(|p| {
@@ -219,7 +253,7 @@ impl Plan {
         let base = std::path::absolute(base)
             .map_err(|e| invalid(format!("cannot resolve the plan's folder: {e}")))?;
         let resolve = |p: &str| -> Result<PathBuf, PlanError> {
-            let expanded = env_expand::expand_str(p).map_err(|e| invalid(e.to_string()))?;
+            let expanded = env_expand::expand_str(p).map_err(env)?;
             let expanded = expand_home(&expanded);
             Ok(normalize(&base.join(expanded)))
         };
@@ -246,6 +280,11 @@ impl Plan {
         let mut tools = Vec::with_capacity(raw.tools.len());
         for (index, entry) in raw.tools.iter().enumerate() {
             let which = format!("[[tools]] #{}", index + 1);
+            let problem = |problem| PlanError::Tool {
+                file: file.to_path_buf(),
+                entry: index + 1,
+                problem,
+            };
             let source = match (&entry.module, &entry.path, &entry.mcp) {
                 (None, None, Some(mcp)) => {
                     ModuleSource::Mcp(mcp_source(mcp, &which).map_err(|error| PlanError::McpTable {
@@ -259,23 +298,13 @@ impl Plan {
                             .chars()
                             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
                     {
-                        return Err(invalid(format!(
-                            "{which}: module name '{name}' must be letters, digits, '_' or '-'"
-                        )));
+                        return Err(problem(ToolEntryProblem::ModuleName(name.clone())));
                     }
                     ModuleSource::Name(name.clone())
                 }
                 (None, Some(path), None) => ModuleSource::Path(resolve(path)?),
-                (None, None, None) => {
-                    return Err(invalid(format!(
-                        "{which}: needs `module = \"name\"`, `path = \"file\"` or a `[tools.mcp]` table"
-                    )))
-                }
-                _ => {
-                    return Err(invalid(format!(
-                        "{which}: give exactly one of `module`, `path` or `[tools.mcp]`, not several"
-                    )))
-                }
+                (None, None, None) => return Err(problem(ToolEntryProblem::NoSource)),
+                _ => return Err(problem(ToolEntryProblem::SeveralSources)),
             };
             let isolation = entry
                 .isolation
@@ -283,40 +312,35 @@ impl Plan {
                 .unwrap_or_else(|| default_isolation(&source));
             if let ModuleSource::Mcp(_) = source {
                 if entry.isolation == Some(Isolation::InProcess) || entry.memory_limit_mb.is_some() {
-                    return Err(invalid(format!(
-                        "{which}: an MCP server always runs in its own process; drop `isolation` \
-                         and `memory_limit_mb` from this entry"
-                    )));
+                    return Err(problem(ToolEntryProblem::McpIsolation));
                 }
                 if !entry.config.is_empty() || entry.version.is_some() {
-                    return Err(invalid(format!(
-                        "{which}: `config` and `version` apply to modules, not to `[tools.mcp]`"
-                    )));
+                    return Err(problem(ToolEntryProblem::McpModuleKeys));
                 }
             } else if entry.memory_limit_mb.is_some() && isolation == Isolation::InProcess {
-                return Err(invalid(format!(
-                    "{which}: memory_limit_mb needs `isolation = \"process\"`: an in-process module \
-                     shares the host's memory and cannot be capped"
-                )));
+                return Err(problem(ToolEntryProblem::MemoryInProcess));
             }
             if entry.memory_limit_mb == Some(0) {
-                return Err(invalid(format!("{which}: memory_limit_mb must be at least 1")));
+                return Err(problem(ToolEntryProblem::MemoryZero));
             }
             let version = entry
                 .version
                 .as_deref()
                 .map(|req| {
-                    semver::VersionReq::parse(req).map_err(|e| {
-                        invalid(format!("{which}: version requirement '{req}' is not semver: {e}"))
+                    semver::VersionReq::parse(req).map_err(|error| {
+                        problem(ToolEntryProblem::Version {
+                            requirement: req.to_string(),
+                            error,
+                        })
                     })
                 })
                 .transpose()?;
-            let config = serde_json::to_value(&entry.config)
-                .map_err(|e| invalid(format!("{which}: config cannot be converted to JSON: {e}")))?;
             let config =
-                env_expand::expand_value(config).map_err(|e| invalid(format!("{which}: config: {e}")))?;
+                serde_json::to_value(&entry.config).map_err(|e| problem(ToolEntryProblem::ConfigJson(e)))?;
+            let config =
+                env_expand::expand_value(config).map_err(|e| problem(ToolEntryProblem::ConfigEnv(e)))?;
             if entry.max_concurrent == Some(0) {
-                return Err(invalid(format!("{which}: max_concurrent must be at least 1")));
+                return Err(problem(ToolEntryProblem::ConcurrencyZero));
             }
             tools.push(ModuleEntry {
                 index,
@@ -338,24 +362,23 @@ impl Plan {
             host.state_dir = Some(resolve(dir)?.to_string_lossy().into_owned());
         }
         for value in [&mut host.state_url, &mut host.host_id].into_iter().flatten() {
-            *value = env_expand::expand_str(value).map_err(|e| invalid(e.to_string()))?;
+            *value = env_expand::expand_str(value).map_err(env)?;
         }
         crate::state::config::check(&host).map_err(|error| PlanError::State {
             file: file.to_path_buf(),
             error,
         })?;
         for (i, hook) in raw.hooks.iter().enumerate() {
+            let problem = |problem| PlanError::Hook {
+                file: file.to_path_buf(),
+                entry: i + 1,
+                problem,
+            };
             if hook.command.is_empty() || hook.command[0].is_empty() {
-                return Err(invalid(format!(
-                    "[[hooks]] #{}: `command` needs a program",
-                    i + 1
-                )));
+                return Err(problem(HookEntryProblem::NoProgram));
             }
             if let Err(e) = globset::Glob::new(&hook.tools) {
-                return Err(invalid(format!(
-                    "[[hooks]] #{}: `tools` is not a valid glob: {e}",
-                    i + 1
-                )));
+                return Err(problem(HookEntryProblem::Glob(e)));
             }
         }
         if host.batch_concurrency == 0 {
@@ -578,5 +601,16 @@ mod tests {
     fn module_and_path_are_exclusive() {
         let err = Plan::parse("[[tools]]\nmodule = \"a\"\npath = \"b\"\n", Path::new("p.toml")).unwrap_err();
         assert!(err.to_string().contains("exactly one of"));
+        assert!(
+            matches!(
+                err,
+                PlanError::Tool {
+                    entry: 1,
+                    problem: ToolEntryProblem::SeveralSources,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }

@@ -142,6 +142,9 @@ proptest! {
             Ok(_)
             | Err(PlanError::Invalid { .. })
             | Err(PlanError::Read { .. })
+            | Err(PlanError::Env { .. })
+            | Err(PlanError::Tool { .. })
+            | Err(PlanError::Hook { .. })
             | Err(PlanError::McpTable { .. })
             | Err(PlanError::State { .. })
             | Err(PlanError::Governance { .. }) => {}
