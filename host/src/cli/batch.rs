@@ -10,7 +10,7 @@ use toolhost_core::wire::codes;
 use toolhost_core::{Status, ToolResult};
 
 use super::approve::{terminal_approver, ApprovalArgs};
-use super::{human, output, EXIT_FAILED, EXIT_USAGE};
+use super::{human, output, EXIT_USAGE};
 use crate::cancel::CancelToken;
 use crate::host::Host;
 use crate::pipeline::{BatchItem, Call, Pipeline};
@@ -44,12 +44,9 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
         }
     };
 
-    let principal = match args.governance.principal(&host.plan) {
+    let principal = match super::call::checked_principal(&args.governance, &host) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(code) => return code,
     };
     let context = args.governance.context();
     // A malformed line becomes that line's validation error; the rest run.
@@ -134,9 +131,5 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
             return output::lost(&e);
         }
     }
-    if all_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_FAILED)
-    }
+    super::call::exit_status(all_ok)
 }

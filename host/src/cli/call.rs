@@ -56,12 +56,9 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let principal = match args.governance.principal(&host.plan) {
+    let principal = match checked_principal(&args.governance, &host) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(code) => return code,
     };
     let stdin_free = args.input.as_deref() != Some("-");
     let pipeline = Pipeline::new(host, shutdown).with_pre_approved(args.approval.pre_approved());
@@ -89,7 +86,26 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
     if let Err(e) = output::write_line(&text) {
         return output::lost(&e);
     }
-    if result.success {
+    exit_status(result.success)
+}
+
+/// The principal `--as` names, checked against the plan; on an unknown
+/// name, says so on stderr and gives the usage exit code. Shared by `call`
+/// and `batch`, which refuse a bad `--as` before running anything.
+pub(super) fn checked_principal(
+    governance: &super::governance_args::GovernanceArgs,
+    host: &Host,
+) -> Result<Option<String>, ExitCode> {
+    governance.principal(&host.plan).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+/// Exit code 0 when every call succeeded, 1 when any did not (`call` and
+/// `batch` alike).
+pub(super) fn exit_status(all_ok: bool) -> ExitCode {
+    if all_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_FAILED)

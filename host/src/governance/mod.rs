@@ -31,9 +31,7 @@ impl Governance {
         policy: &PolicySection,
         redact: &redact::RedactSection,
     ) -> Result<Governance, String> {
-        for (kind, pattern) in &redact.patterns {
-            regex::Regex::new(pattern).map_err(|e| format!("[host.redact] patterns.{kind}: {e}"))?;
-        }
+        redact.check()?;
         let host_principal = host_principal.unwrap_or(principals::LOCAL).to_string();
         principals::check(&principals, &host_principal)?;
         let grants = grants::parse(grants)?;
