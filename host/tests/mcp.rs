@@ -3,14 +3,13 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{fixture_plan, Env};
 use rmcp::model::{CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request};
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Value};
 
 /// Records progress notifications, and wakes a test waiting for one.
@@ -51,9 +50,8 @@ impl ClientHandler for Client {
 }
 
 async fn connect(env: &Env) -> (RunningService<RoleClient, Client>, Client) {
-    let (transport, _) = common::serve::transport(env.command(), Stdio::null());
     let client = Client::default();
-    let running = client.clone().serve(transport).await.expect("initialize");
+    let (running, _) = common::serve::client(env.command(), client.clone()).await;
     (running, client)
 }
 

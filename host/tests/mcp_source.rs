@@ -7,13 +7,12 @@ mod common;
 mod mcp_peer;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{module_file, target_dir, Env};
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
@@ -41,9 +40,8 @@ impl ClientHandler for Progress {
 fn progress_and_cancel_through(env: &Env) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let (transport, _) = common::serve::transport(env.command(), Stdio::null());
         let seen = Progress::default();
-        let client = seen.clone().serve(transport).await.expect("initialize");
+        let (client, _) = common::serve::client(env.command(), seen.clone()).await;
         let args = common::serve::args;
         let quick = client
             .call_tool(CallToolRequestParams::new("in__sleep").with_arguments(args(json!({"ms": 500}))))
@@ -397,9 +395,8 @@ fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let (transport, _) = common::serve::transport(env.command(), Stdio::null());
         let started = Started::default();
-        let client = started.clone().serve(transport).await.expect("initialize");
+        let (client, _) = common::serve::client(env.command(), started.clone()).await;
         let args = common::serve::args;
         let calls: Vec<_> = (0..5)
             .map(|_| {
@@ -469,7 +466,7 @@ fn a_list_changed_flood_costs_one_refresher_not_a_thread_each() {
     ));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let (client, host_pid) = mcp_peer::serve(&env, ()).await;
+        let (client, host_pid) = common::serve::client(env.command(), ()).await;
         let before = threads_of(host_pid);
         let flooded = client
             .call_tool(CallToolRequestParams::new("fl__flood"))

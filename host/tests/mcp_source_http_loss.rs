@@ -10,8 +10,9 @@ mod mcp_peer;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::serve::{args, client, toolhost_meta};
 use common::{target_dir, Env};
-use mcp_peer::{args, http_server, serve, toolhost_meta};
+use mcp_peer::http_server;
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
@@ -58,7 +59,7 @@ fn an_http_server_dying_mid_call_answers_module_crashed_and_the_next_call_reconn
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
         let progress = Progress::default();
-        let (client, _) = serve(&env, progress.clone()).await;
+        let (client, _) = client(env.command(), progress.clone()).await;
 
         let calls: Vec<_> = (0..2)
             .map(|_| {

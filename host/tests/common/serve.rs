@@ -1,10 +1,14 @@
-//! `toolhost serve` on stdio, started for rmcp's client: the start-up the
-//! MCP tests (`mcp`, `mcp_source`, `isolation`) share.
+//! `toolhost serve` on stdio, started for rmcp's client, and reading its
+//! answers: the one MCP peer helper every test that drives the host as an
+//! MCP client shares (`mcp`, `mcp_source*`, `isolation*`, `alias_mcp`,
+//! `governance_stdio`, `mcp_list_changed`).
 
 use std::process::{Command, Stdio};
 
-use rmcp::model::JsonObject;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::process::ChildStderr;
 
@@ -19,10 +23,49 @@ pub fn transport(mut cmd: Command, stderr: Stdio) -> (TokioChildProcess, Option<
         .expect("spawn toolhost serve")
 }
 
+/// `cmd serve` as rmcp's client with `handler`, initialized (its stderr
+/// discarded); and the host's pid.
+pub async fn client<H: ClientHandler>(cmd: Command, handler: H) -> (RunningService<RoleClient, H>, u32) {
+    let (transport, _) = transport(cmd, Stdio::null());
+    let pid = transport.id().expect("host pid");
+    (handler.serve(transport).await.expect("initialize"), pid)
+}
+
 /// A tool call's arguments from a JSON object (anything else: none).
 pub fn args(value: Value) -> JsonObject {
     match value {
         Value::Object(map) => map,
         _ => JsonObject::new(),
     }
+}
+
+/// `tools/call`; a protocol-level failure fails the test.
+pub async fn call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    tool: &str,
+    input: Value,
+) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args(input)))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {tool} failed at the protocol level: {e}"))
+}
+
+/// The `_meta.toolhost` object of a result (status, code, details, …).
+pub fn toolhost_meta(result: &CallToolResult) -> Value {
+    result
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("toolhost").cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// The text of a successful result (the test fails on an error).
+pub fn text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
 }
