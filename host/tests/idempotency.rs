@@ -42,12 +42,9 @@ fn wait_for_runs(dir: &Path, n: usize) {
     }
 }
 
-fn replayed(result: &Value) -> bool {
-    result["metadata"]["idempotent_replay"] == json!(true)
-}
-
-#[test]
-fn thirty_two_concurrent_calls_with_one_key_execute_once() {
+/// A host in this process mounting bash, working and keeping its state
+/// in a fresh temp folder.
+fn bash_host() -> (tempfile::TempDir, InProcess) {
     module_file("toolhost_bash");
     let dir = tempfile::tempdir().unwrap();
     let host = format!(
@@ -56,19 +53,32 @@ fn thirty_two_concurrent_calls_with_one_key_execute_once() {
         dir.path().join("state").display().to_string()
     );
     let ip = InProcess::with_host(&host, BASH);
+    (dir, ip)
+}
+
+/// The bash call [`run_then_wait`]`(tag)` under idempotency key `key`.
+fn keyed_run(tag: &str, key: &str) -> toolhost::pipeline::Call {
+    toolhost::pipeline::Call {
+        name: "bash".into(),
+        input: run_then_wait(tag),
+        idempotency_key: Some(key.into()),
+        ..Default::default()
+    }
+}
+
+fn replayed(result: &Value) -> bool {
+    result["metadata"]["idempotent_replay"] == json!(true)
+}
+
+#[test]
+fn thirty_two_concurrent_calls_with_one_key_execute_once() {
+    let (dir, ip) = bash_host();
     let pipeline = ip.pipeline.clone();
     let handles: Vec<_> = (0..32)
         .map(|_| {
             let pipeline = pipeline.clone();
             ip.runtime.spawn(async move {
-                pipeline
-                    .call(toolhost::pipeline::Call {
-                        name: "bash".into(),
-                        input: run_then_wait("once"),
-                        idempotency_key: Some("order-1".into()),
-                        ..Default::default()
-                    })
-                    .await
+                pipeline.call(keyed_run("once", "order-1")).await
             })
         })
         .collect();
@@ -95,32 +105,13 @@ fn thirty_two_concurrent_calls_with_one_key_execute_once() {
 
 #[test]
 fn one_key_with_another_input_is_refused_while_the_first_runs() {
-    module_file("toolhost_bash");
-    let dir = tempfile::tempdir().unwrap();
-    let host = format!(
-        "working_dir = {:?}\nstate_dir = {:?}\n",
-        dir.path().display().to_string(),
-        dir.path().join("state").display().to_string()
-    );
-    let ip = InProcess::with_host(&host, BASH);
+    let (dir, ip) = bash_host();
     let pipeline = ip.pipeline.clone();
     let first = ip.runtime.spawn(async move {
-        pipeline
-            .call(toolhost::pipeline::Call {
-                name: "bash".into(),
-                input: run_then_wait("a"),
-                idempotency_key: Some("k".into()),
-                ..Default::default()
-            })
-            .await
+        pipeline.call(keyed_run("a", "k")).await
     });
     wait_for_runs(dir.path(), 1);
-    let other = ip.runtime.block_on(ip.pipeline.call(toolhost::pipeline::Call {
-        name: "bash".into(),
-        input: run_then_wait("b"),
-        idempotency_key: Some("k".into()),
-        ..Default::default()
-    }));
+    let other = ip.runtime.block_on(ip.pipeline.call(keyed_run("b", "k")));
     assert_eq!(
         other.error.as_ref().map(|e| e.code.as_str()),
         Some("idempotency_conflict"),
