@@ -90,7 +90,7 @@ fn read_file_numbers_lines_and_pages() {
     // Past the end is a validation error that says how long the file is.
     let called = lab.call("read_file", json!({"file_path": "many.txt", "offset": 99}));
     assert_eq!(called.status(), "validation_error");
-    assert!(called.message().contains("50 lines"), "{}", called.message());
+    called.assert_says("50 lines");
 }
 
 #[test]
@@ -99,11 +99,7 @@ fn read_file_missing_file_suggests_the_closest_name() {
     let called = lab.call("read_file", json!({"file_path": "src/mian.rs"}));
     assert_eq!(called.status(), "error");
     assert_eq!(called.result["error"]["code"], "not_found");
-    assert!(
-        called.message().contains("did you mean src/main.rs?"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("did you mean src/main.rs?");
 }
 
 #[test]
@@ -116,11 +112,7 @@ fn read_file_refuses_prefix_siblings() {
         ] {
             let called = lab.call("read_file", json!({"file_path": path}));
             assert_refused(&called, "policy_denied");
-            assert!(
-                called.message().contains("allowed_read_paths"),
-                "{}",
-                called.message()
-            );
+            called.assert_says("allowed_read_paths");
         }
     }
 }
@@ -281,7 +273,7 @@ fn read_file_refuses_a_fifo_promptly() {
     let called = lab.call("read_file", json!({"file_path": "pipe"}));
     assert!(started.elapsed() < Duration::from_secs(10), "a FIFO read hung");
     assert_eq!(called.status(), "error", "{}", called.result);
-    assert!(called.message().contains("FIFO"), "{}", called.message());
+    called.assert_says("FIFO");
 }
 
 #[test]
@@ -293,11 +285,8 @@ fn read_file_binary_non_utf8_huge_file_and_huge_line() {
     std::fs::write(p.join("img.png"), &png).unwrap();
     let called = lab.call("read_file", json!({"file_path": "img.png"}));
     assert_eq!(called.status(), "error");
-    assert!(
-        called.message().contains("PNG image") && called.message().contains("108 bytes"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("PNG image");
+    called.assert_says("108 bytes");
 
     std::fs::write(p.join("latin1.txt"), b"caf\xe9 au lait\nok\n").unwrap();
     let text = output_text(&lab.call("read_file", json!({"file_path": "latin1.txt"})));
@@ -446,7 +435,7 @@ fn read_before_write_guard() {
         json!({"file_path": "hello.txt", "content": "clobbered"}),
     );
     assert_eq!(called.status(), "policy_denied");
-    assert!(called.message().contains("read_file"), "{}", called.message());
+    called.assert_says("read_file");
     let called = lab.call(
         "edit_file",
         json!({"file_path": "hello.txt", "old_string": "hello", "new_string": "bye"}),
@@ -541,11 +530,7 @@ fn writes_respect_allowed_write_paths_and_denied_paths() {
     let lab = attack_lab("allowed_write_paths = [\"src\"]\ndenied_paths = [\".env*\"]");
     let called = lab.call("write_file", json!({"file_path": "notes.txt", "content": "x"}));
     assert_refused(&called, "policy_denied");
-    assert!(
-        called.message().contains("allowed_write_paths"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("allowed_write_paths");
     assert!(!lab.project().join("notes.txt").exists());
     lab.call("write_file", json!({"file_path": "src/new.rs", "content": "x"}))
         .assert_success();
@@ -571,7 +556,7 @@ fn write_and_edit_refuse_a_fifo_promptly() {
     assert!(started.elapsed() < Duration::from_secs(10));
     for called in [w, e] {
         assert_eq!(called.status(), "error", "{}", called.result);
-        assert!(called.message().contains("FIFO"), "{}", called.message());
+        called.assert_says("FIFO");
     }
     assert!(std::fs::symlink_metadata(&fifo)
         .unwrap()
@@ -869,11 +854,8 @@ fn grep_modes_context_limits_and_refusals() {
     // Invalid regexes are validation errors quoting the regex error.
     let called = lab.call("grep", json!({"pattern": "fn(("}));
     assert_eq!(called.status(), "validation_error");
-    assert!(
-        called.message().contains("invalid regex") && called.message().contains("unclosed"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("invalid regex");
+    called.assert_says("unclosed");
     // Refusals: through links, outside, denied.
     for path in [
         "link_dir",

@@ -97,11 +97,7 @@ fn unknown_tool_suggests_close_names() {
     let called = env.call("ecko", json!({"message": "x"}));
     assert_eq!(called.status(), "error");
     assert_eq!(called.result["error"]["code"], "unknown_tool");
-    assert!(
-        called.message().contains("did you mean echo"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("did you mean echo");
 }
 
 #[test]
@@ -175,7 +171,7 @@ fn a_tool_that_ignores_cancel_is_abandoned_after_the_grace() {
     let called = env.call("stubborn_sleep", json!({"ms": 60_000}));
     assert_eq!(called.status(), "timeout");
     assert_eq!(called.result["metadata"]["abandoned"], true);
-    assert!(called.message().contains("did not stop"), "{}", called.message());
+    called.assert_says("did not stop");
     // Deadline (1 s) + grace (1.5 s), not the tool's 60 s.
     assert!(started.elapsed() < Duration::from_secs(20));
 }

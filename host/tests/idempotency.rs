@@ -77,9 +77,8 @@ fn thirty_two_concurrent_calls_with_one_key_execute_once() {
     let handles: Vec<_> = (0..32)
         .map(|_| {
             let pipeline = pipeline.clone();
-            ip.runtime.spawn(async move {
-                pipeline.call(keyed_run("once", "order-1")).await
-            })
+            ip.runtime
+                .spawn(async move { pipeline.call(keyed_run("once", "order-1")).await })
         })
         .collect();
     // The owner is running; the others are claiming, waiting or queued.
@@ -107,9 +106,9 @@ fn thirty_two_concurrent_calls_with_one_key_execute_once() {
 fn one_key_with_another_input_is_refused_while_the_first_runs() {
     let (dir, ip) = bash_host();
     let pipeline = ip.pipeline.clone();
-    let first = ip.runtime.spawn(async move {
-        pipeline.call(keyed_run("a", "k")).await
-    });
+    let first = ip
+        .runtime
+        .spawn(async move { pipeline.call(keyed_run("a", "k")).await });
     wait_for_runs(dir.path(), 1);
     let other = ip.runtime.block_on(ip.pipeline.call(keyed_run("b", "k")));
     assert_eq!(

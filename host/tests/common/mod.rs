@@ -120,6 +120,15 @@ impl Called {
         self.result["error"]["message"].as_str().unwrap_or("")
     }
 
+    /// Asserts the error message holds `part`, showing the message when not.
+    pub fn assert_says(&self, part: &str) {
+        assert!(
+            self.message().contains(part),
+            "the message lacks {part:?}: {}",
+            self.message()
+        );
+    }
+
     /// Panics with context unless the call succeeded.
     pub fn assert_success(&self) -> &Value {
         assert_eq!(
