@@ -1,10 +1,9 @@
 //! The fleet backend (issue #17) against a real PostgreSQL started by the
-//! test (see `pg/mod.rs`): the audit sink directly, and two real
+//! test (`toolhost_testkit::pg`): the audit sink directly, and two real
 //! `toolhost serve --http` hosts sharing idempotency through it, with the
 //! database stopped and restarted mid-run.
 
 mod common;
-mod pg;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -21,10 +20,11 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use toolhost::pipeline::audit_sink::{AuditSink, AuditSinkError};
 use toolhost::state::postgres::open_audit_sink;
+use toolhost_testkit::pg::Cluster;
 
 #[test]
 fn the_postgres_audit_sink_keeps_one_chain_per_host_and_reports_outages() {
-    let mut cluster = pg::Cluster::start();
+    let mut cluster = Cluster::start();
     let url = cluster.url();
     // Two hosts opening at once apply each migration once.
     let opens: Vec<_> = ["host-a", "host-b"]
@@ -205,7 +205,7 @@ fn effects(env: &Env) -> BTreeMap<String, usize> {
 #[test]
 fn two_hosts_share_idempotency_through_postgres_across_an_outage() {
     module_file("toolhost_bash");
-    let mut cluster = pg::Cluster::start();
+    let mut cluster = Cluster::start();
     let env = Env::new(
         "[host]\nstate_url = \"${TOOLHOST_TEST_STATE_URL}\"\ndefault_timeout_secs = 30\n\n\
          [[tools]]\nmodule = \"bash\"\n[policy.tools.bash]\ndecision = \"allow\"\n",
