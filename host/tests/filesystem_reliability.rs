@@ -163,17 +163,8 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn run_with_stdin(mut cmd: std::process::Command, input: &str) -> String {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+fn run_with_stdin(cmd: std::process::Command, input: &str) -> String {
+    let out = common::output_with_stdin(cmd, input.as_bytes());
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         !stdout.is_empty(),

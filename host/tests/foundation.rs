@@ -51,23 +51,11 @@ fn list_describe_and_call_through_the_real_module() {
 
 #[test]
 fn call_reads_input_from_stdin_and_echoes_the_call_id() {
-    use std::io::Write;
     let env = Env::new(&fixture_plan(""));
-    let mut child = env
-        .command()
-        .args(["call", "echo", "-", "--id", "abc-1"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"message":"from stdin"}"#)
-        .unwrap();
-    let called = Called::from_output(child.wait_with_output().unwrap());
+    let called = Called::from_output(env.run_with_stdin(
+        &["call", "echo", "-", "--id", "abc-1"],
+        br#"{"message":"from stdin"}"#,
+    ));
     assert_eq!(called.assert_success()["message"], "from stdin");
     assert_eq!(called.result["tool_call_id"], "abc-1");
 }

@@ -184,9 +184,7 @@ fn two_processes_racing_on_one_key_execute_once() {
 #[test]
 fn inputs_are_compared_as_canonical_json() {
     let env = Env::new(&fixture_plan(""));
-    let run = |input: &str| {
-        Called::from_output(env.run(&["call", "write_key", input, "--idempotency-key", "canon"]))
-    };
+    let run = |input: &str| env.call_with(&["write_key", input, "--idempotency-key", "canon"]);
     let first = run(r#"{"key":"k","ms":5}"#);
     let started = first.assert_success()["start_us"].clone();
     // Other key order, other spacing, an escaped letter: the same input.
@@ -226,15 +224,7 @@ fn a_batch_repeating_a_key_runs_it_once_and_refuses_another_input() {
 fn keys_expire_after_the_ttl() {
     let plan = fixture_plan("").replacen("[host]\n", "[host]\nidempotency_ttl = \"1s\"\n", 1);
     let env = Env::new(&plan);
-    let run = || {
-        Called::from_output(env.run(&[
-            "call",
-            "write_key",
-            r#"{"key":"t","ms":1}"#,
-            "--idempotency-key",
-            "ttl",
-        ]))
-    };
+    let run = || env.call_with(&["write_key", r#"{"key":"t","ms":1}"#, "--idempotency-key", "ttl"]);
     let first = run();
     // The TTL counts from when the result was recorded, before `run` returned.
     let recorded = Instant::now();
@@ -303,8 +293,7 @@ fn a_short_ttl_never_expires_a_key_under_a_running_call() {
 fn empty_oversized_or_control_keys_are_refused_before_the_store() {
     let env = Env::new(&fixture_plan(""));
     for key in [String::new(), "k".repeat(257), "a\nb".to_string()] {
-        let out =
-            Called::from_output(env.run(&["call", "write_key", r#"{"key":"x"}"#, "--idempotency-key", &key]));
+        let out = env.call_with(&["write_key", r#"{"key":"x"}"#, "--idempotency-key", &key]);
         assert_eq!(
             out.result["error"]["code"], "invalid_input",
             "{key:?}: {:?}",
@@ -312,13 +301,12 @@ fn empty_oversized_or_control_keys_are_refused_before_the_store() {
         );
         assert!(out.message().contains("idempotency key"), "{:?}", out.result);
     }
-    let fine = Called::from_output(env.run(&[
-        "call",
+    let fine = env.call_with(&[
         "write_key",
         r#"{"key":"x"}"#,
         "--idempotency-key",
         &"k".repeat(256),
-    ]));
+    ]);
     fine.assert_success();
 }
 

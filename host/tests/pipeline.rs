@@ -245,20 +245,10 @@ fn batch_orders_conflicting_writes_and_parallelizes_independent_calls() {
 #[test]
 fn batch_reports_bad_lines_in_place_and_keeps_going() {
     let env = Env::new(&fixture_plan(""));
-    let mut child = env
-        .command()
-        .args(["batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"name\":\"echo\",\"input\":{\"message\":\"a\"}}\nnot json\n{\"name\":\"nope\"}\n{\"name\":\"echo\",\"input\":{\"message\":\"b\"}}\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = env.run_with_stdin(
+        &["batch", "-"],
+        b"{\"name\":\"echo\",\"input\":{\"message\":\"a\"}}\nnot json\n{\"name\":\"nope\"}\n{\"name\":\"echo\",\"input\":{\"message\":\"b\"}}\n",
+    );
     let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -331,9 +321,7 @@ fn audit_log_has_one_line_per_call_denial_and_approval() {
 #[test]
 fn idempotent_replay_across_two_processes() {
     let env = Env::new(&fixture_plan(""));
-    let run = |input: &str| {
-        Called::from_output(env.run(&["call", "write_key", input, "--idempotency-key", "order-42"]))
-    };
+    let run = |input: &str| env.call_with(&["write_key", input, "--idempotency-key", "order-42"]);
     let first = run(r#"{"key":"k","ms":5}"#);
     let started = first.assert_success()["start_us"].clone();
     assert!(first.result["metadata"].get("idempotent_replay").is_none());

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fixture_plan, Called, Env};
+use common::{fixture_plan, Env};
 use serde_json::json;
 
 /// Matches `[REDACTED:github_token]`'s inside: harmless on a first pass
@@ -18,7 +18,7 @@ fn a_replayed_result_is_redacted_exactly_once() {
     let env = Env::new(&fixture_plan(REMATCH));
     let token = format!("ghp_{}", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
     let input = json!({"key": token, "ms": 1}).to_string();
-    let run = || Called::from_output(env.run(&["call", "write_key", &input, "--idempotency-key", "once"]));
+    let run = || env.call_with(&["write_key", &input, "--idempotency-key", "once"]);
 
     let first = run();
     first.assert_success();
@@ -56,11 +56,7 @@ fn a_replayed_result_is_redacted_exactly_once() {
 fn refusals_that_are_not_replays_still_pass_the_guardrail() {
     let env = Env::new(&fixture_plan(REMATCH));
     let token = format!("ghp_{}", "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2");
-    let bad = Called::from_output(env.run(&[
-        "call",
-        "write_key",
-        &json!({"key": 5, token.as_str(): 1}).to_string(),
-    ]));
+    let bad = env.call_with(&["write_key", &json!({"key": 5, token.as_str(): 1}).to_string()]);
     assert_eq!(bad.status(), "validation_error", "{}", bad.result);
     assert!(!bad.result.to_string().contains(&token), "{}", bad.result);
     assert!(

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -403,17 +403,10 @@ fn byte_cap_stops_the_download_and_says_so() {
 
 /// gzip from the system's gzip tool (the host's tests have no flate2).
 fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("gzip")
-        .arg("-c")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the gzip tool is installed");
-    let mut stdin = child.stdin.take().unwrap();
-    let data = data.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let mut cmd = Command::new("gzip");
+    cmd.arg("-c");
+    let out = common::output_with_stdin(cmd, data);
+    assert!(out.status.success(), "gzip failed");
     out.stdout
 }
 
