@@ -361,22 +361,6 @@ fn a_stdio_server_gets_only_the_passed_environment_and_the_plans_env() {
     }
 }
 
-/// Records which calls have reported progress (by progress token).
-#[derive(Clone, Default)]
-struct Started(Arc<Mutex<std::collections::HashSet<String>>>);
-
-impl ClientHandler for Started {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if let Ok(mut seen) = self.0.lock() {
-            seen.insert(format!("{:?}", params.progress_token));
-        }
-    }
-}
-
 /// Calls in flight when a server's connection is lost cost one crash, not
 /// one each: here the stdio server (a shell running an inner toolhost)
 /// keeps living after its pipe closes, so every lost call reports the loss
@@ -395,7 +379,7 @@ fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let started = Started::default();
+        let started = common::serve::ProgressTokens::default();
         let (client, _) = common::serve::client(env.command(), started.clone()).await;
         let args = common::serve::args;
         let calls: Vec<_> = (0..5)
@@ -412,11 +396,10 @@ fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
                 })
             })
             .collect();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while started.0.lock().map(|s| s.len()).unwrap_or(0) < 5 {
-            assert!(Instant::now() < deadline, "the five calls did not all start");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        assert!(
+            started.wait_for(5, Duration::from_secs(30)).await,
+            "the five calls did not all start"
+        );
         // Ends the inner toolhost (in-process abort) under all six calls.
         let aborted = client
             .call_tool(CallToolRequestParams::new("in__c_abort").with_arguments(args(json!({}))))

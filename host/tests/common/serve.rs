@@ -69,3 +69,51 @@ pub fn text(result: &CallToolResult) -> String {
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect()
 }
+
+/// A client handler that keeps the token of every progress notification,
+/// and wakes whoever awaits a number of distinct ones: the readiness signal
+/// that that many calls have started running (a tool reports progress once
+/// it runs), instead of polling a counter.
+#[derive(Clone, Default)]
+pub struct ProgressTokens {
+    seen: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    arrived: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl ProgressTokens {
+    fn count(&self) -> usize {
+        self.seen.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    /// Waits until `n` distinct calls reported progress; `false` when
+    /// `within` passed first.
+    pub async fn wait_for(&self, n: usize, within: std::time::Duration) -> bool {
+        let wait = async {
+            loop {
+                // Registered before the count is read: a notification in
+                // between still wakes this waiter.
+                let arrived = self.arrived.notified();
+                tokio::pin!(arrived);
+                arrived.as_mut().enable();
+                if self.count() >= n {
+                    return;
+                }
+                arrived.await;
+            }
+        };
+        tokio::time::timeout(within, wait).await.is_ok()
+    }
+}
+
+impl ClientHandler for ProgressTokens {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.insert(format!("{:?}", params.progress_token));
+        }
+        self.arrived.notify_waiters();
+    }
+}
