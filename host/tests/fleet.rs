@@ -6,11 +6,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::serve::HttpServer;
 use common::{module_file, Env};
 use rmcp::model::{CallToolRequestParams, JsonObject, MetaObject, RequestMetaObject};
 use rmcp::service::RunningService;
@@ -92,50 +91,14 @@ fn the_postgres_audit_sink_keeps_one_chain_per_host_and_reports_outages() {
     }
 }
 
-/// A `toolhost serve --http` process; killed on drop.
-struct Host {
-    child: Child,
-    url: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 const TOKEN: &str = "fleet-test-token";
 
-fn start_host(env: &Env, state_url: &str) -> Host {
-    let mut child = env
-        .command()
-        .args(["serve", "--http", "127.0.0.1:0"])
+fn start_host(env: &Env, state_url: &str) -> HttpServer {
+    let mut cmd = env.command();
+    cmd.args(["serve", "--http", "127.0.0.1:0"])
         .env("TOOLHOST_TOKEN", TOKEN)
-        .env("TOOLHOST_TEST_STATE_URL", state_url)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolhost serve --http");
-    let stderr = child.stderr.take().expect("stderr");
-    let log = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let sink = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("streamable HTTP at ").nth(1) {
-                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
-            }
-            let mut log = sink.lock().unwrap();
-            log.push_str(&line);
-            log.push('\n');
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("the host did not start listening:\n{}", log.lock().unwrap()));
-    Host { child, url, log }
+        .env("TOOLHOST_TEST_STATE_URL", state_url);
+    HttpServer::start(cmd)
 }
 
 type Client = RunningService<RoleClient, ()>;
@@ -214,13 +177,7 @@ fn two_hosts_share_idempotency_through_postgres_across_an_outage() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let clients: Arc<Vec<Client>> =
         Arc::new(rt.block_on(async { vec![connect(&hosts[0].url).await, connect(&hosts[1].url).await] }));
-    let logs = || {
-        hosts
-            .iter()
-            .map(|h| h.log.lock().unwrap().clone())
-            .collect::<Vec<_>>()
-            .join("\n---\n")
-    };
+    let logs = || hosts.iter().map(|h| h.log()).collect::<Vec<_>>().join("\n---\n");
 
     // 200 keyed calls, each sent to one host and at the same time retried on
     // the other: every call answers, every side effect happens once.

@@ -117,3 +117,65 @@ impl ClientHandler for ProgressTokens {
         self.arrived.notify_waiters();
     }
 }
+
+/// A `toolhost serve --http` process, killed on drop, with the URL it
+/// listens at and what it has logged so far.
+pub struct HttpServer {
+    child: std::process::Child,
+    /// The streamable HTTP endpoint it printed.
+    pub url: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl HttpServer {
+    /// Spawns `cmd` (a `toolhost … serve --http ADDRESS` command, its
+    /// environment set) and returns once the server logs the address it
+    /// listens at: the readiness signal. Fails the test, with the log, when
+    /// it does not within a minute.
+    pub fn start(mut cmd: Command) -> HttpServer {
+        use std::io::{BufRead, BufReader};
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start toolhost serve --http");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = log.clone();
+        // Keeps draining stderr after the address, so the server never
+        // blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("streamable HTTP at ").nth(1) {
+                    let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
+                }
+                if let Ok(mut log) = sink.lock() {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            }
+        });
+        let mut server = HttpServer {
+            child,
+            url: String::new(),
+            log,
+        };
+        server.url = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the server did not start listening:\n{}", server.log()));
+        server
+    }
+
+    /// Everything the server has logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
