@@ -85,6 +85,13 @@ impl ProgressTokens {
         self.seen.lock().map(|s| s.len()).unwrap_or(0)
     }
 
+    /// Forgets the calls seen so far (the next wait counts from here).
+    pub fn clear(&self) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.clear();
+        }
+    }
+
     /// Waits until `n` distinct calls reported progress; `false` when
     /// `within` passed first.
     pub async fn wait_for(&self, n: usize, within: std::time::Duration) -> bool {
