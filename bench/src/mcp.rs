@@ -18,16 +18,34 @@ use crate::report::{Bench, Row, Stats};
 
 const GROUP: &str = "mcp";
 
+/// What every stdio MCP bench (this one and the soak) starts from.
+pub struct Setup {
+    /// The release `toolhost`, checked to exist.
+    pub bin: std::path::PathBuf,
+    /// A scratch folder holding `small.txt` (five short lines).
+    pub dir: tempfile::TempDir,
+    /// The module folder, for a plan's `module_path`.
+    pub modules: String,
+}
+
+impl Setup {
+    /// The binary, the scratch folder and the module folder of `b`.
+    pub fn new(b: &Bench) -> anyhow::Result<Setup> {
+        let bin = b.target_dir.join("toolhost");
+        anyhow::ensure!(
+            bin.is_file(),
+            "{} is missing (cargo build --release)",
+            bin.display()
+        );
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("small.txt"), "one\ntwo\nthree\nfour\nfive\n")?;
+        let modules = b.target_dir.display().to_string();
+        Ok(Setup { bin, dir, modules })
+    }
+}
+
 pub fn run(b: &mut Bench) -> anyhow::Result<()> {
-    let bin = b.target_dir.join("toolhost");
-    anyhow::ensure!(
-        bin.is_file(),
-        "{} is missing (cargo build --release)",
-        bin.display()
-    );
-    let dir = tempfile::tempdir()?;
-    std::fs::write(dir.path().join("small.txt"), "one\ntwo\nthree\nfour\nfive\n")?;
-    let modules = b.target_dir.display().to_string();
+    let Setup { bin, dir, modules } = Setup::new(b)?;
     let fixture_plan = dir.path().join("fixture.toml");
     std::fs::write(
         &fixture_plan,

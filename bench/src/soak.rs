@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::mcp::Server;
+use crate::mcp::{Server, Setup};
 use crate::report::{Bench, Row, Stats};
 
 const CALLS: usize = 10_000;
@@ -65,15 +65,7 @@ fn check(response: &Value, expect: Expect) -> bool {
 
 /// Runs the soak row.
 pub fn run(b: &mut Bench) -> anyhow::Result<()> {
-    let bin = b.target_dir.join("toolhost");
-    anyhow::ensure!(
-        bin.is_file(),
-        "{} is missing (cargo build --release)",
-        bin.display()
-    );
-    let dir = tempfile::tempdir()?;
-    std::fs::write(dir.path().join("small.txt"), "one\ntwo\nthree\nfour\nfive\n")?;
-    let modules = b.target_dir.display().to_string();
+    let Setup { bin, dir, modules } = Setup::new(b)?;
     let plan = dir.path().join("soak.toml");
     std::fs::write(
         &plan,

@@ -4,13 +4,11 @@
 
 mod common;
 
-use std::process::Stdio;
-
+use common::serve::args;
 use common::Env;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use serde_json::{json, Value};
 
 fn plan(list_aliases: bool) -> String {
@@ -23,13 +21,7 @@ fn plan(list_aliases: bool) -> String {
 async fn connect(env: &Env) -> RunningService<RoleClient, ()> {
     common::module_file("toolhost_filesystem");
     common::module_file("toolhost_bash");
-    let mut cmd = tokio::process::Command::from(env.command());
-    cmd.arg("serve");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn toolhost serve");
-    ().serve(transport).await.expect("initialize")
+    common::serve::client(env.command(), ()).await.0
 }
 
 fn properties(tool: &Tool) -> Vec<String> {
@@ -45,13 +37,6 @@ fn find<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
         .iter()
         .find(|t| t.name == name)
         .unwrap_or_else(|| panic!("{name} is not listed"))
-}
-
-fn args(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
 }
 
 fn texts(result: &CallToolResult) -> Vec<String> {

@@ -2,15 +2,14 @@
 //! in PostgreSQL (issue #19 item 5): the loser's append is refused with a
 //! message that names the cause and the fix. The sink recognises the race
 //! from the constraint the driver reports, not from the error's text.
-//! A real PostgreSQL (see `pg/mod.rs`) and a second, real client that holds
+//! A real PostgreSQL (`toolhost_testkit::pg`) and a second, real client that holds
 //! the competing insert open until the sink is seen waiting on it.
-
-mod pg;
 
 use std::time::{Duration, Instant};
 
 use toolhost::pipeline::audit_sink::{AuditSink, AuditSinkError};
 use toolhost::state::postgres::open_audit_sink;
+use toolhost_testkit::pg;
 
 #[test]
 fn an_append_that_loses_the_race_for_its_sequence_number_names_the_cause() {

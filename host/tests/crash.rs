@@ -9,7 +9,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
-use common::{fixture_plan, Called, Env};
+use common::{fixture_plan, Env};
 use serde_json::{json, Value};
 
 /// Calls per batch; the kill lands after `KILL_AFTER` results.
@@ -82,8 +82,7 @@ fn the_audit_log_and_idempotency_store_survive_kill_9() {
         for key in [&answered[0], &answered[answered.len() - 1]] {
             let i = &key[key.find("-k").expect("a key") + 2..];
             let input = json!({"key": format!("k{i}"), "ms": 0}).to_string();
-            let replay =
-                Called::from_output(env.run(&["call", "write_key", &input, "--idempotency-key", key]));
+            let replay = env.call_with(&["write_key", &input, "--idempotency-key", key]);
             replay.assert_success();
             assert_eq!(
                 replay.result["metadata"]["idempotent_replay"], true,
@@ -92,13 +91,12 @@ fn the_audit_log_and_idempotency_store_survive_kill_9() {
             );
         }
         // A key never used runs afresh.
-        let fresh = Called::from_output(env.run(&[
-            "call",
+        let fresh = env.call_with(&[
             "write_key",
             r#"{"key":"fresh","ms":0}"#,
             "--idempotency-key",
             &format!("fresh-{round}"),
-        ]));
+        ]);
         fresh.assert_success();
         assert!(fresh.result["metadata"].get("idempotent_replay").is_none());
     }

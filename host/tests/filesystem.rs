@@ -10,78 +10,41 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Called, Env};
+use common::fs_lab::{Lab, SECRET};
+use common::Called;
 use serde_json::{json, Value};
 
-/// A temp folder laid out for attacks: `project/` is the allowed working
-/// dir; its prefix siblings and `outside/` each hold a `secret.txt`.
-struct Lab {
-    env: Env,
-}
-
-const SECRET: &str = "TOP-SECRET-CONTENT";
-
-impl Lab {
-    /// The lab with extra `[tools.config]` lines.
-    fn new(config: &str) -> Lab {
-        let env = Env::new("");
-        let lab = Lab { env };
-        lab.set_config(config);
-        let root = lab.root();
-        for dir in [
-            "project/src",
-            "outside/sub",
-            "project2",
-            "project_backup",
-            "project.bak",
-            "projectile",
-        ] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-        }
-        for dir in [
-            "outside",
-            "outside/sub",
-            "project2",
-            "project_backup",
-            "project.bak",
-            "projectile",
-        ] {
-            std::fs::write(root.join(dir).join("secret.txt"), format!("{SECRET} in {dir}\n")).unwrap();
-        }
-        std::fs::write(root.join("project/hello.txt"), "hello\nworld\n").unwrap();
-        std::fs::write(
-            root.join("project/src/main.rs"),
-            "fn main() {\n    println!(\"hi\");\n}\n",
-        )
-        .unwrap();
-        lab
+/// The lab laid out for attacks: `project/` is the allowed working dir;
+/// its prefix siblings and `outside/` each hold a `secret.txt`.
+fn attack_lab(config: &str) -> Lab {
+    let lab = Lab::folders(config);
+    let root = lab.root();
+    for dir in [
+        "outside/sub",
+        "project2",
+        "project_backup",
+        "project.bak",
+        "projectile",
+    ] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
     }
-
-    /// Rewrites the plan with this config.
-    fn set_config(&self, config: &str) {
-        self.env.set_plan(&format!(
-            "[host]\nworking_dir = \"project\"\ndefault_timeout_secs = 30\n\n[[tools]]\nmodule = \"filesystem\"\n[tools.config]\n{config}\n"
-        ));
+    for dir in [
+        "outside",
+        "outside/sub",
+        "project2",
+        "project_backup",
+        "project.bak",
+        "projectile",
+    ] {
+        std::fs::write(root.join(dir).join("secret.txt"), format!("{SECRET} in {dir}\n")).unwrap();
     }
-
-    fn root(&self) -> &Path {
-        self.env.path()
-    }
-
-    fn project(&self) -> PathBuf {
-        self.root().join("project")
-    }
-
-    fn call(&self, tool: &str, input: Value) -> Called {
-        self.env.call(tool, input)
-    }
-
-    /// Runs a JSONL batch in one host process (the guard is per process).
-    fn batch(&self, calls: &[Value]) -> Vec<Value> {
-        let (results, _) = self.env.batch(calls, &[]);
-        assert_eq!(results.len(), calls.len());
-        results
-    }
+    std::fs::write(root.join("project/hello.txt"), "hello\nworld\n").unwrap();
+    std::fs::write(
+        root.join("project/src/main.rs"),
+        "fn main() {\n    println!(\"hi\");\n}\n",
+    )
+    .unwrap();
+    lab
 }
 
 /// Asserts a refusal with `status` that leaks nothing of the secret.
@@ -104,7 +67,7 @@ fn output_text(called: &Called) -> String {
 
 #[test]
 fn read_file_numbers_lines_and_pages() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let text = output_text(&lab.call("read_file", json!({"file_path": "src/main.rs"})));
     assert!(
         text.starts_with("     1\tfn main() {\n     2\t    println!(\"hi\");\n     3\t}\n"),
@@ -127,25 +90,21 @@ fn read_file_numbers_lines_and_pages() {
     // Past the end is a validation error that says how long the file is.
     let called = lab.call("read_file", json!({"file_path": "many.txt", "offset": 99}));
     assert_eq!(called.status(), "validation_error");
-    assert!(called.message().contains("50 lines"), "{}", called.message());
+    called.assert_says("50 lines");
 }
 
 #[test]
 fn read_file_missing_file_suggests_the_closest_name() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let called = lab.call("read_file", json!({"file_path": "src/mian.rs"}));
     assert_eq!(called.status(), "error");
     assert_eq!(called.result["error"]["code"], "not_found");
-    assert!(
-        called.message().contains("did you mean src/main.rs?"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("did you mean src/main.rs?");
 }
 
 #[test]
 fn read_file_refuses_prefix_siblings() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     for sibling in ["project2", "project_backup", "project.bak", "projectile"] {
         for path in [
             format!("../{sibling}/secret.txt"),
@@ -153,18 +112,14 @@ fn read_file_refuses_prefix_siblings() {
         ] {
             let called = lab.call("read_file", json!({"file_path": path}));
             assert_refused(&called, "policy_denied");
-            assert!(
-                called.message().contains("allowed_read_paths"),
-                "{}",
-                called.message()
-            );
+            called.assert_says("allowed_read_paths");
         }
     }
 }
 
 #[test]
 fn read_file_refuses_traversal_absolute_tilde_and_proc_root() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let outside = lab.root().join("outside/secret.txt");
     let proc_root = format!("/proc/self/root{}", outside.display());
     for path in [
@@ -200,7 +155,7 @@ fn read_file_refuses_traversal_absolute_tilde_and_proc_root() {
 
 #[test]
 fn read_file_rejects_nul_quotes_whitespace_and_overlong_paths() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     for path in [
         "hello.txt\u{0}../../outside/secret.txt".to_string(),
         "\"hello.txt\"".to_string(),
@@ -222,7 +177,7 @@ fn read_file_rejects_nul_quotes_whitespace_and_overlong_paths() {
 
 #[test]
 fn read_file_does_not_follow_symlinks_out() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let p = lab.project();
     symlink(lab.root().join("outside/secret.txt"), p.join("link_file")).unwrap();
     symlink(lab.root().join("outside"), p.join("link_dir")).unwrap();
@@ -262,7 +217,7 @@ fn read_file_does_not_follow_symlinks_out() {
 
 #[test]
 fn denied_paths_beat_allowed_paths_even_through_links() {
-    let lab = Lab::new("denied_paths = [\".env*\", \"./private\", \".git\"]");
+    let lab = attack_lab("denied_paths = [\".env*\", \"./private\", \".git\"]");
     let p = lab.project();
     std::fs::write(p.join(".env"), format!("{SECRET}\n")).unwrap();
     std::fs::write(p.join(".env.local"), format!("{SECRET}\n")).unwrap();
@@ -291,7 +246,7 @@ fn denied_paths_beat_allowed_paths_even_through_links() {
 
 #[test]
 fn allowed_read_paths_are_honoured_by_components() {
-    let lab = Lab::new("allowed_read_paths = [\"src\", \"../project2\"]");
+    let lab = attack_lab("allowed_read_paths = [\"src\", \"../project2\"]");
     assert!(output_text(&lab.call("read_file", json!({"file_path": "src/main.rs"}))).contains("fn main"));
     // project2 is explicitly allowed: readable; its prefix sibling project_backup is not.
     let called = lab.call("read_file", json!({"file_path": "../project2/secret.txt"}));
@@ -309,7 +264,7 @@ fn allowed_read_paths_are_honoured_by_components() {
 
 #[test]
 fn read_file_refuses_a_fifo_promptly() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let fifo = lab.project().join("pipe");
     let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
     // SAFETY: mkfifo on a valid NUL-terminated path.
@@ -318,23 +273,20 @@ fn read_file_refuses_a_fifo_promptly() {
     let called = lab.call("read_file", json!({"file_path": "pipe"}));
     assert!(started.elapsed() < Duration::from_secs(10), "a FIFO read hung");
     assert_eq!(called.status(), "error", "{}", called.result);
-    assert!(called.message().contains("FIFO"), "{}", called.message());
+    called.assert_says("FIFO");
 }
 
 #[test]
 fn read_file_binary_non_utf8_huge_file_and_huge_line() {
-    let lab = Lab::new("max_read_bytes = 65536");
+    let lab = attack_lab("max_read_bytes = 65536");
     let p = lab.project();
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     png.extend_from_slice(&[0u8; 100]);
     std::fs::write(p.join("img.png"), &png).unwrap();
     let called = lab.call("read_file", json!({"file_path": "img.png"}));
     assert_eq!(called.status(), "error");
-    assert!(
-        called.message().contains("PNG image") && called.message().contains("108 bytes"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("PNG image");
+    called.assert_says("108 bytes");
 
     std::fs::write(p.join("latin1.txt"), b"caf\xe9 au lait\nok\n").unwrap();
     let text = output_text(&lab.call("read_file", json!({"file_path": "latin1.txt"})));
@@ -381,7 +333,7 @@ fn read_file_binary_non_utf8_huge_file_and_huge_line() {
 
 #[test]
 fn read_file_on_a_folder_lists_it() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     symlink(lab.root().join("outside"), lab.project().join("out_link")).unwrap();
     let text = output_text(&lab.call("read_file", json!({"file_path": "."})));
     assert!(text.contains("hello.txt") && text.contains("src/"), "{text}");
@@ -439,7 +391,7 @@ fn outside_untouched(lab: &Lab) {
 #[test]
 fn write_file_creates_and_replaces_atomically_keeping_the_mode() {
     use std::os::unix::fs::PermissionsExt;
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let out = output_text(&lab.call(
         "Write",
         json!({"file_path": "new/deeper/file.txt", "content": "a\nb\n"}),
@@ -476,14 +428,14 @@ fn write_file_creates_and_replaces_atomically_keeping_the_mode() {
 
 #[test]
 fn read_before_write_guard() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     // Each `toolhost call` is a new process: nothing was read in it.
     let called = lab.call(
         "write_file",
         json!({"file_path": "hello.txt", "content": "clobbered"}),
     );
     assert_eq!(called.status(), "policy_denied");
-    assert!(called.message().contains("read_file"), "{}", called.message());
+    called.assert_says("read_file");
     let called = lab.call(
         "edit_file",
         json!({"file_path": "hello.txt", "old_string": "hello", "new_string": "bye"}),
@@ -526,7 +478,7 @@ fn read_before_write_guard() {
 
 #[test]
 fn writes_never_follow_links_out_or_create_anything_outside() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let p = lab.project();
     symlink(lab.root().join("outside/secret.txt"), p.join("link_file")).unwrap();
     symlink(lab.root().join("outside"), p.join("link_dir")).unwrap();
@@ -575,14 +527,10 @@ fn writes_never_follow_links_out_or_create_anything_outside() {
 
 #[test]
 fn writes_respect_allowed_write_paths_and_denied_paths() {
-    let lab = Lab::new("allowed_write_paths = [\"src\"]\ndenied_paths = [\".env*\"]");
+    let lab = attack_lab("allowed_write_paths = [\"src\"]\ndenied_paths = [\".env*\"]");
     let called = lab.call("write_file", json!({"file_path": "notes.txt", "content": "x"}));
     assert_refused(&called, "policy_denied");
-    assert!(
-        called.message().contains("allowed_write_paths"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("allowed_write_paths");
     assert!(!lab.project().join("notes.txt").exists());
     lab.call("write_file", json!({"file_path": "src/new.rs", "content": "x"}))
         .assert_success();
@@ -594,7 +542,7 @@ fn writes_respect_allowed_write_paths_and_denied_paths() {
 
 #[test]
 fn write_and_edit_refuse_a_fifo_promptly() {
-    let lab = Lab::new("require_read_before_write = false");
+    let lab = attack_lab("require_read_before_write = false");
     let fifo = lab.project().join("pipe");
     let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
     // SAFETY: mkfifo on a valid NUL-terminated path.
@@ -608,7 +556,7 @@ fn write_and_edit_refuse_a_fifo_promptly() {
     assert!(started.elapsed() < Duration::from_secs(10));
     for called in [w, e] {
         assert_eq!(called.status(), "error", "{}", called.result);
-        assert!(called.message().contains("FIFO"), "{}", called.message());
+        called.assert_says("FIFO");
     }
     assert!(std::fs::symlink_metadata(&fifo)
         .unwrap()
@@ -628,7 +576,7 @@ impl IsFifo for std::fs::FileType {
 
 #[test]
 fn edit_file_keeps_crlf_and_explains_uniqueness() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let p = lab.project();
     std::fs::write(p.join("win.txt"), "first\r\nsecond\r\nthird\r\n").unwrap();
     std::fs::write(p.join("dup.txt"), "a\nfoo\nb\nfoo\nc\nfoo\n").unwrap();
@@ -673,7 +621,7 @@ fn edit_file_keeps_crlf_and_explains_uniqueness() {
 
 #[test]
 fn edit_file_refuses_binary_and_non_utf8_and_many_edits_lose_nothing() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let p = lab.project();
     std::fs::write(p.join("latin1.txt"), b"caf\xe9\n").unwrap();
     let slots: String = (0..12).map(|i| format!("slot{i}=old\n")).collect();
@@ -704,7 +652,7 @@ fn edit_file_refuses_binary_and_non_utf8_and_many_edits_lose_nothing() {
 fn race_swapping_a_folder_for_a_symlink_never_lands_outside() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let p = lab.project();
     let outside = lab.root().join("outside");
     std::fs::create_dir(p.join("swap")).unwrap();
@@ -753,7 +701,7 @@ fn race_swapping_a_folder_for_a_symlink_never_lands_outside() {
 
 /// The lab with links out, a denied file, an ignored file and a binary file.
 fn search_lab() -> Lab {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let p = lab.project();
     symlink(lab.root().join("outside"), p.join("link_dir")).unwrap();
     symlink(lab.root().join("outside/secret.txt"), p.join("link_file.rs")).unwrap();
@@ -906,11 +854,8 @@ fn grep_modes_context_limits_and_refusals() {
     // Invalid regexes are validation errors quoting the regex error.
     let called = lab.call("grep", json!({"pattern": "fn(("}));
     assert_eq!(called.status(), "validation_error");
-    assert!(
-        called.message().contains("invalid regex") && called.message().contains("unclosed"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("invalid regex");
+    called.assert_says("unclosed");
     // Refusals: through links, outside, denied.
     for path in [
         "link_dir",
@@ -947,7 +892,7 @@ fn grep_and_glob_skip_a_fifo_without_hanging() {
 
 #[test]
 fn denials_do_not_reveal_whether_the_target_exists() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let p = lab.project();
     symlink(lab.root().join("outside/secret.txt"), p.join("to_existing")).unwrap();
     symlink(lab.root().join("outside/missing.txt"), p.join("to_missing")).unwrap();
@@ -983,7 +928,7 @@ fn denials_do_not_reveal_whether_the_target_exists() {
 
 #[test]
 fn a_root_reached_through_a_symlinked_path_works_and_stays_confined() {
-    let lab = Lab::new("allowed_read_paths = [\"../alias\"]");
+    let lab = attack_lab("allowed_read_paths = [\"../alias\"]");
     symlink(lab.project(), lab.root().join("alias")).unwrap();
     lab.set_config("allowed_read_paths = [\"../alias\"]");
     assert!(
@@ -1006,7 +951,7 @@ fn a_root_reached_through_a_symlinked_path_works_and_stays_confined() {
 
 #[test]
 fn oversized_patterns_are_validation_errors_not_panics_or_hangs() {
-    let lab = Lab::new("");
+    let lab = attack_lab("");
     let huge = "a".repeat(1024 * 1024);
     let started = Instant::now();
     let results = lab.batch(&[

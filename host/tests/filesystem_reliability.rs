@@ -8,50 +8,16 @@ mod common;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use common::{Called, Env};
+use common::fs_lab::{Lab, SECRET};
+use common::Called;
 use serde_json::{json, Value};
 
-const SECRET: &str = "TOP-SECRET-CONTENT";
-
-/// `project/` is the working dir; `outside/secret.txt` is beside it.
-struct Lab {
-    env: Env,
-}
-
-impl Lab {
-    fn new(config: &str) -> Lab {
-        let lab = Lab { env: Env::new("") };
-        lab.set_config(config);
-        std::fs::create_dir_all(lab.root().join("project/src")).unwrap();
-        std::fs::create_dir_all(lab.root().join("outside")).unwrap();
-        std::fs::write(lab.root().join("outside/secret.txt"), format!("{SECRET}\n")).unwrap();
-        std::fs::write(lab.project().join("hello.txt"), "hello\n").unwrap();
-        lab
-    }
-
-    fn set_config(&self, config: &str) {
-        self.env.set_plan(&format!(
-            "[host]\nworking_dir = \"project\"\ndefault_timeout_secs = 60\n\n[[tools]]\nmodule = \"filesystem\"\n[tools.config]\n{config}\n"
-        ));
-    }
-
-    fn root(&self) -> &Path {
-        self.env.path()
-    }
-
-    fn project(&self) -> PathBuf {
-        self.root().join("project")
-    }
-
-    fn call(&self, tool: &str, input: Value) -> Called {
-        self.env.call(tool, input)
-    }
-
-    fn batch(&self, calls: &[Value]) -> Vec<Value> {
-        let (results, _) = self.env.batch(calls, &[]);
-        assert_eq!(results.len(), calls.len());
-        results
-    }
+/// The lab with `outside/secret.txt` and `project/hello.txt`.
+fn lab(config: &str) -> Lab {
+    let lab = Lab::folders(config);
+    std::fs::write(lab.root().join("outside/secret.txt"), format!("{SECRET}\n")).unwrap();
+    std::fs::write(lab.project().join("hello.txt"), "hello\n").unwrap();
+    lab
 }
 
 fn text(called: &Called) -> String {
@@ -67,7 +33,7 @@ fn assert_no_secret(v: &impl ToString) {
 
 #[test]
 fn hard_links_to_denied_or_outside_files_are_refused_unless_allowed() {
-    let lab = Lab::new("denied_paths = [\".env\"]");
+    let lab = lab("denied_paths = [\".env\"]");
     let p = lab.project();
     std::fs::write(p.join(".env"), format!("{SECRET} env\n")).unwrap();
     std::fs::hard_link(lab.root().join("outside/secret.txt"), p.join("notes.txt")).unwrap();
@@ -77,11 +43,7 @@ fn hard_links_to_denied_or_outside_files_are_refused_unless_allowed() {
         let called = lab.call("read_file", json!({"file_path": path}));
         assert_eq!(called.status(), "policy_denied", "{path}: {}", called.result);
         assert_eq!(called.result["error"]["code"], "hard_link", "{}", called.result);
-        assert!(
-            called.message().contains("allow_hard_links"),
-            "{}",
-            called.message()
-        );
+        called.assert_says("allow_hard_links");
         assert_no_secret(&called.result);
     }
     // grep and glob neither search nor list them, and say what they left out.
@@ -121,7 +83,7 @@ fn hard_links_to_denied_or_outside_files_are_refused_unless_allowed() {
 
 #[test]
 fn write_and_edit_refuse_a_read_only_file_even_for_root() {
-    let lab = Lab::new("");
+    let lab = lab("");
     let file = lab.project().join("locked.txt");
     std::fs::write(&file, "frozen\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
@@ -154,7 +116,7 @@ fn another_users_file_keeps_its_owner_or_is_not_replaced() {
         is_root(),
         "this test makes files of two users and must run as root (CI does)"
     );
-    let lab = Lab::new("");
+    let lab = lab("");
     let nobody = 65534;
     // Root replacing a file of uid 65534 that its owner may write: the owner stays.
     let theirs = lab.project().join("theirs.txt");
@@ -201,17 +163,8 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn run_with_stdin(mut cmd: std::process::Command, input: &str) -> String {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+fn run_with_stdin(cmd: std::process::Command, input: &str) -> String {
+    let out = common::output_with_stdin(cmd, input.as_bytes());
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         !stdout.is_empty(),
@@ -271,7 +224,7 @@ fn call_peak_rss_kib(lab: &Lab, tool: &str, input: Value) -> (Called, i64) {
 #[test]
 fn grep_memory_does_not_grow_with_the_longest_line() {
     use std::io::Write;
-    let lab = Lab::new("");
+    let lab = lab("");
     std::fs::write(lab.project().join("small.txt"), "needle here\n").unwrap();
     let (called, baseline) = call_peak_rss_kib(&lab, "grep", json!({"pattern": "needle"}));
     assert!(text(&called).contains("small.txt"));
@@ -309,7 +262,7 @@ fn grep_memory_does_not_grow_with_the_longest_line() {
 
 #[test]
 fn did_you_mean_leaks_nothing_from_a_denied_folder_behind_a_link() {
-    let lab = Lab::new("");
+    let lab = lab("");
     let p = lab.project();
     std::fs::create_dir_all(p.join(".git")).unwrap();
     std::fs::write(p.join(".git/id_ed25519"), format!("{SECRET}\n")).unwrap();
@@ -328,11 +281,7 @@ fn did_you_mean_leaks_nothing_from_a_denied_folder_behind_a_link() {
     assert!(!called.message().contains("did you mean"), "{}", called.message());
     // Ordinary misspellings still get their hint.
     let called = lab.call("read_file", json!({"file_path": "helo.txt"}));
-    assert!(
-        called.message().contains("did you mean hello.txt?"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("did you mean hello.txt?");
 }
 
 // ------------------------------------------------------------ past PATH_MAX
@@ -342,7 +291,7 @@ fn did_you_mean_leaks_nothing_from_a_denied_folder_behind_a_link() {
 /// project links `l1` to the first part. `l1/l2` is short to type but
 /// really lies more than 4096 bytes deep, where /proc cannot name it.
 fn deep_lab() -> (Lab, PathBuf, String) {
-    let lab = Lab::new("");
+    let lab = lab("");
     let first: PathBuf = std::iter::repeat_n("a".repeat(200), 12).collect();
     let dir12 = lab.project().join("deep").join(&first);
     std::fs::create_dir_all(&dir12).unwrap();

@@ -1,17 +1,15 @@
 //! The fleet backend (issue #17) against a real PostgreSQL started by the
-//! test (see `pg/mod.rs`): the audit sink directly, and two real
+//! test (`toolhost_testkit::pg`): the audit sink directly, and two real
 //! `toolhost serve --http` hosts sharing idempotency through it, with the
 //! database stopped and restarted mid-run.
 
 mod common;
-mod pg;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::serve::HttpServer;
 use common::{module_file, Env};
 use rmcp::model::{CallToolRequestParams, JsonObject, MetaObject, RequestMetaObject};
 use rmcp::service::RunningService;
@@ -21,10 +19,11 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use toolhost::pipeline::audit_sink::{AuditSink, AuditSinkError};
 use toolhost::state::postgres::open_audit_sink;
+use toolhost_testkit::pg::Cluster;
 
 #[test]
 fn the_postgres_audit_sink_keeps_one_chain_per_host_and_reports_outages() {
-    let mut cluster = pg::Cluster::start();
+    let mut cluster = Cluster::start();
     let url = cluster.url();
     // Two hosts opening at once apply each migration once.
     let opens: Vec<_> = ["host-a", "host-b"]
@@ -92,50 +91,14 @@ fn the_postgres_audit_sink_keeps_one_chain_per_host_and_reports_outages() {
     }
 }
 
-/// A `toolhost serve --http` process; killed on drop.
-struct Host {
-    child: Child,
-    url: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 const TOKEN: &str = "fleet-test-token";
 
-fn start_host(env: &Env, state_url: &str) -> Host {
-    let mut child = env
-        .command()
-        .args(["serve", "--http", "127.0.0.1:0"])
+fn start_host(env: &Env, state_url: &str) -> HttpServer {
+    let mut cmd = env.command();
+    cmd.args(["serve", "--http", "127.0.0.1:0"])
         .env("TOOLHOST_TOKEN", TOKEN)
-        .env("TOOLHOST_TEST_STATE_URL", state_url)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolhost serve --http");
-    let stderr = child.stderr.take().expect("stderr");
-    let log = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let sink = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("streamable HTTP at ").nth(1) {
-                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
-            }
-            let mut log = sink.lock().unwrap();
-            log.push_str(&line);
-            log.push('\n');
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("the host did not start listening:\n{}", log.lock().unwrap()));
-    Host { child, url, log }
+        .env("TOOLHOST_TEST_STATE_URL", state_url);
+    HttpServer::start(cmd)
 }
 
 type Client = RunningService<RoleClient, ()>;
@@ -205,7 +168,7 @@ fn effects(env: &Env) -> BTreeMap<String, usize> {
 #[test]
 fn two_hosts_share_idempotency_through_postgres_across_an_outage() {
     module_file("toolhost_bash");
-    let mut cluster = pg::Cluster::start();
+    let mut cluster = Cluster::start();
     let env = Env::new(
         "[host]\nstate_url = \"${TOOLHOST_TEST_STATE_URL}\"\ndefault_timeout_secs = 30\n\n\
          [[tools]]\nmodule = \"bash\"\n[policy.tools.bash]\ndecision = \"allow\"\n",
@@ -214,13 +177,7 @@ fn two_hosts_share_idempotency_through_postgres_across_an_outage() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let clients: Arc<Vec<Client>> =
         Arc::new(rt.block_on(async { vec![connect(&hosts[0].url).await, connect(&hosts[1].url).await] }));
-    let logs = || {
-        hosts
-            .iter()
-            .map(|h| h.log.lock().unwrap().clone())
-            .collect::<Vec<_>>()
-            .join("\n---\n")
-    };
+    let logs = || hosts.iter().map(|h| h.log()).collect::<Vec<_>>().join("\n---\n");
 
     // 200 keyed calls, each sent to one host and at the same time retried on
     // the other: every call answers, every side effect happens once.

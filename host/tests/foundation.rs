@@ -51,23 +51,11 @@ fn list_describe_and_call_through_the_real_module() {
 
 #[test]
 fn call_reads_input_from_stdin_and_echoes_the_call_id() {
-    use std::io::Write;
     let env = Env::new(&fixture_plan(""));
-    let mut child = env
-        .command()
-        .args(["call", "echo", "-", "--id", "abc-1"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"message":"from stdin"}"#)
-        .unwrap();
-    let called = Called::from_output(child.wait_with_output().unwrap());
+    let called = Called::from_output(env.run_with_stdin(
+        &["call", "echo", "-", "--id", "abc-1"],
+        br#"{"message":"from stdin"}"#,
+    ));
     assert_eq!(called.assert_success()["message"], "from stdin");
     assert_eq!(called.result["tool_call_id"], "abc-1");
 }
@@ -97,11 +85,7 @@ fn unknown_tool_suggests_close_names() {
     let called = env.call("ecko", json!({"message": "x"}));
     assert_eq!(called.status(), "error");
     assert_eq!(called.result["error"]["code"], "unknown_tool");
-    assert!(
-        called.message().contains("did you mean echo"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("did you mean echo");
 }
 
 #[test]
@@ -175,7 +159,7 @@ fn a_tool_that_ignores_cancel_is_abandoned_after_the_grace() {
     let called = env.call("stubborn_sleep", json!({"ms": 60_000}));
     assert_eq!(called.status(), "timeout");
     assert_eq!(called.result["metadata"]["abandoned"], true);
-    assert!(called.message().contains("did not stop"), "{}", called.message());
+    called.assert_says("did not stop");
     // Deadline (1 s) + grace (1.5 s), not the tool's 60 s.
     assert!(started.elapsed() < Duration::from_secs(20));
 }

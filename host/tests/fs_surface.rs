@@ -129,7 +129,7 @@ fn grep_multiline_matches_across_lines_and_is_refused_without_it() {
     let tree = grep_tree();
     let called = tree.call("grep", json!({"pattern": "start\\(\\) \\{\\n\\s+body"}));
     assert_eq!(called.status(), "validation_error", "{}", called.result);
-    assert!(called.message().contains("multiline"), "{}", called.message());
+    called.assert_says("multiline");
     let text = tree.text(
         "grep",
         json!({"pattern": "start\\(\\) \\{\\n\\s+body", "multiline": true, "output_mode": "content"}),
@@ -162,11 +162,8 @@ fn grep_type_filters_use_ripgreps_definitions() {
     assert_eq!(text, "notes.md\n");
     let called = tree.call("grep", json!({"pattern": "start", "type": "rsut"}));
     assert_eq!(called.status(), "validation_error", "{}", called.result);
-    assert!(
-        called.message().contains("unknown file type") && called.message().contains("rust"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("unknown file type");
+    called.assert_says("rust");
 }
 
 #[test]

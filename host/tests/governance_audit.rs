@@ -7,11 +7,19 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{fixture_plan, target_dir, Env};
+use common::{fixture_plan, Env, InProcess};
 use serde_json::{json, Value};
 
 fn audited_plan(log: &str) -> String {
     fixture_plan("").replacen("[host]\n", &format!("[host]\naudit_log = {log:?}\n"), 1)
+}
+
+/// A host in this process mounting the fixture, its audit log at `log`.
+fn audited_in_process(log: &std::path::Path) -> InProcess {
+    InProcess::with_host(
+        &format!("audit_log = {:?}\n", log.display().to_string()),
+        "[[tools]]\nmodule = \"fixture\"\n",
+    )
 }
 
 /// `toolhost audit verify FILES…`: exit code and stdout.
@@ -135,22 +143,8 @@ fn an_unwritable_audit_log_fails_check_and_the_mount() {
 fn a_side_effecting_call_is_refused_when_its_record_cannot_be_written() {
     let dir = tempfile::tempdir().expect("temp");
     let log = dir.path().join("audit.jsonl");
-    let text = format!(
-        "[host]\nmodule_path = [{:?}]\naudit_log = {:?}\n[[tools]]\nmodule = \"fixture\"\n",
-        target_dir().display().to_string(),
-        log.display().to_string()
-    );
-    let plan = toolhost::plan::Plan::parse(&text, &dir.path().join("plan.toml")).expect("plan");
-    let host = Arc::new(toolhost::host::Host::open(plan).expect("mounts"));
-    let pipeline = toolhost::pipeline::Pipeline::new(host.clone(), toolhost::cancel::CancelToken::new());
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let call = |name: &str, input: Value| {
-        runtime.block_on(pipeline.call(toolhost::pipeline::Call {
-            name: name.into(),
-            input,
-            ..Default::default()
-        }))
-    };
+    let ip = audited_in_process(&log);
+    let call = |name: &str, input: Value| ip.call(name, input);
     assert!(call("write_key", json!({"key": "a", "ms": 0})).success);
 
     std::fs::remove_file(&log).expect("remove the log");
@@ -181,7 +175,6 @@ fn a_side_effecting_call_is_refused_when_its_record_cannot_be_written() {
     let text = std::fs::read_to_string(&log).expect("new log");
     let first = &records(&text)[0];
     assert_eq!(first["seq"], 2, "{text}");
-    host.shutdown();
 }
 
 /// Renames (as logrotate does) while eight threads call: every record is in
@@ -190,17 +183,8 @@ fn a_side_effecting_call_is_refused_when_its_record_cannot_be_written() {
 fn rotation_while_calls_run_loses_no_record() {
     let dir = tempfile::tempdir().expect("temp");
     let log = dir.path().join("audit.jsonl");
-    let text = format!(
-        "[host]\nmodule_path = [{:?}]\naudit_log = {:?}\n[[tools]]\nmodule = \"fixture\"\n",
-        target_dir().display().to_string(),
-        log.display().to_string()
-    );
-    let plan = toolhost::plan::Plan::parse(&text, &dir.path().join("plan.toml")).expect("plan");
-    let host = Arc::new(toolhost::host::Host::open(plan).expect("mounts"));
-    let pipeline = Arc::new(toolhost::pipeline::Pipeline::new(
-        host.clone(),
-        toolhost::cancel::CancelToken::new(),
-    ));
+    let ip = audited_in_process(&log);
+    let pipeline = ip.pipeline.clone();
     const THREADS: usize = 8;
     const CALLS: usize = 60;
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -266,5 +250,4 @@ fn rotation_while_calls_run_loses_no_record() {
     let (code, out) = verify(&env, &[&log]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("continues an earlier one"), "{out}");
-    host.shutdown();
 }

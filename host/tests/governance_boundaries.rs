@@ -22,15 +22,14 @@ fn two_principals() -> String {
 fn an_idempotency_key_belongs_to_its_principal() {
     let env = Env::new(&two_principals());
     let run = |who: &str| {
-        Called::from_output(env.run(&[
-            "call",
+        env.call_with(&[
             "write_key",
             r#"{"key":"k","ms":5}"#,
             "--idempotency-key",
             "shared",
             "--as",
             who,
-        ]))
+        ])
     };
     let first = run("a");
     let a_started = first.assert_success()["start_us"].clone();

@@ -42,11 +42,7 @@ fn a_deprecated_tool_warns_before_its_sunset_and_is_refused_after() {
     let after = env.call("old_greet", json!({"name": "ada"}));
     assert_eq!(after.status(), "policy_denied", "{}", after.result);
     assert_eq!(after.result["error"]["code"], "deprecated_tool");
-    assert!(
-        after.message().contains("use 'greet' instead"),
-        "{}",
-        after.message()
-    );
+    after.assert_says("use 'greet' instead");
     let check = env.run(&["check"]);
     assert!(
         String::from_utf8_lossy(&check.stdout).contains("its sunset 2000-01-01 has passed"),

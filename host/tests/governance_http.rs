@@ -7,10 +7,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
-use common::{module_file, target_dir, Env};
+use common::serve::HttpServer;
+use common::{module_file, Env};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -83,45 +81,15 @@ scopes = ["vault:read"]
     )
 }
 
-/// Kills the server on drop.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `toolhost serve --http 127.0.0.1:0`; returns it and its URL once
 /// it printed that it listens.
-fn serve(env: &Env) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .arg("--plan")
-        .arg(&env.plan)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .current_dir(env.path())
-        .env("TOOLHOST_MODULE_PATH", target_dir())
+fn serve(env: &Env) -> (HttpServer, String) {
+    let mut cmd = env.command();
+    cmd.args(["serve", "--http", "127.0.0.1:0"])
         .env("TOOLHOST_TOKEN", SERVER)
-        .env("GOV_TEST_ALICE", ALICE)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolhost serve --http");
-    let stderr = child.stderr.take().expect("stderr");
-    let server = Server(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server ended before listening")
-            .expect("read stderr");
-        if let Some(rest) = line.split("streamable HTTP at ").nth(1) {
-            break rest.split_whitespace().next().unwrap_or("").to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+        .env("GOV_TEST_ALICE", ALICE);
+    let server = HttpServer::start(cmd);
+    let url = server.url.clone();
     (server, url)
 }
 

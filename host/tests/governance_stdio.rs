@@ -8,8 +8,6 @@ use std::process::Stdio;
 
 use common::{fixture_plan, Env};
 use rmcp::model::{CallToolRequestParams, JsonObject, RequestMetaObject};
-use rmcp::transport::TokioChildProcess;
-use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 fn records(path: &std::path::Path) -> Vec<Value> {
@@ -28,14 +26,7 @@ async fn stdio_principal_meta_context_and_sighup_rotation() {
         1,
     );
     let env = Env::new(&plan);
-    let mut cmd = tokio::process::Command::from(env.command());
-    cmd.arg("serve");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn toolhost serve");
-    let pid = transport.id().expect("the server's pid");
-    let client = ().serve(transport).await.expect("initialize");
+    let (client, pid) = common::serve::client(env.command(), ()).await;
 
     let echo = |message: &str, run: &str| {
         let mut params = CallToolRequestParams::new("echo");

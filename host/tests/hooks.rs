@@ -44,11 +44,7 @@ fn a_hook_flooding_stderr_still_denies_under_on_failure_allow() {
     env.set_plan(&pre_hook(&script, "timeout_ms = 10000\non_failure = \"allow\"\n"));
     let called = env.call("echo", json!({"message": "x"}));
     assert_eq!(called.status(), "policy_denied", "{}", called.result);
-    assert!(
-        called.message().contains("noisy but firm"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("noisy but firm");
 }
 
 #[test]
@@ -86,11 +82,7 @@ fn a_background_process_holding_stdout_neither_times_the_hook_out_nor_survives()
     let started = Instant::now();
     let called = env.call("echo", json!({"message": "x"}));
     assert_eq!(called.status(), "policy_denied", "{}", called.result);
-    assert!(
-        called.message().contains("answered at once"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("answered at once");
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "the hook was waited on past its exit: {:?}",

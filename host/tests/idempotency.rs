@@ -42,12 +42,9 @@ fn wait_for_runs(dir: &Path, n: usize) {
     }
 }
 
-fn replayed(result: &Value) -> bool {
-    result["metadata"]["idempotent_replay"] == json!(true)
-}
-
-#[test]
-fn thirty_two_concurrent_calls_with_one_key_execute_once() {
+/// A host in this process mounting bash, working and keeping its state
+/// in a fresh temp folder.
+fn bash_host() -> (tempfile::TempDir, InProcess) {
     module_file("toolhost_bash");
     let dir = tempfile::tempdir().unwrap();
     let host = format!(
@@ -56,20 +53,32 @@ fn thirty_two_concurrent_calls_with_one_key_execute_once() {
         dir.path().join("state").display().to_string()
     );
     let ip = InProcess::with_host(&host, BASH);
+    (dir, ip)
+}
+
+/// The bash call [`run_then_wait`]`(tag)` under idempotency key `key`.
+fn keyed_run(tag: &str, key: &str) -> toolhost::pipeline::Call {
+    toolhost::pipeline::Call {
+        name: "bash".into(),
+        input: run_then_wait(tag),
+        idempotency_key: Some(key.into()),
+        ..Default::default()
+    }
+}
+
+fn replayed(result: &Value) -> bool {
+    result["metadata"]["idempotent_replay"] == json!(true)
+}
+
+#[test]
+fn thirty_two_concurrent_calls_with_one_key_execute_once() {
+    let (dir, ip) = bash_host();
     let pipeline = ip.pipeline.clone();
     let handles: Vec<_> = (0..32)
         .map(|_| {
             let pipeline = pipeline.clone();
-            ip.runtime.spawn(async move {
-                pipeline
-                    .call(toolhost::pipeline::Call {
-                        name: "bash".into(),
-                        input: run_then_wait("once"),
-                        idempotency_key: Some("order-1".into()),
-                        ..Default::default()
-                    })
-                    .await
-            })
+            ip.runtime
+                .spawn(async move { pipeline.call(keyed_run("once", "order-1")).await })
         })
         .collect();
     // The owner is running; the others are claiming, waiting or queued.
@@ -95,32 +104,13 @@ fn thirty_two_concurrent_calls_with_one_key_execute_once() {
 
 #[test]
 fn one_key_with_another_input_is_refused_while_the_first_runs() {
-    module_file("toolhost_bash");
-    let dir = tempfile::tempdir().unwrap();
-    let host = format!(
-        "working_dir = {:?}\nstate_dir = {:?}\n",
-        dir.path().display().to_string(),
-        dir.path().join("state").display().to_string()
-    );
-    let ip = InProcess::with_host(&host, BASH);
+    let (dir, ip) = bash_host();
     let pipeline = ip.pipeline.clone();
-    let first = ip.runtime.spawn(async move {
-        pipeline
-            .call(toolhost::pipeline::Call {
-                name: "bash".into(),
-                input: run_then_wait("a"),
-                idempotency_key: Some("k".into()),
-                ..Default::default()
-            })
-            .await
-    });
+    let first = ip
+        .runtime
+        .spawn(async move { pipeline.call(keyed_run("a", "k")).await });
     wait_for_runs(dir.path(), 1);
-    let other = ip.runtime.block_on(ip.pipeline.call(toolhost::pipeline::Call {
-        name: "bash".into(),
-        input: run_then_wait("b"),
-        idempotency_key: Some("k".into()),
-        ..Default::default()
-    }));
+    let other = ip.runtime.block_on(ip.pipeline.call(keyed_run("b", "k")));
     assert_eq!(
         other.error.as_ref().map(|e| e.code.as_str()),
         Some("idempotency_conflict"),
@@ -194,9 +184,7 @@ fn two_processes_racing_on_one_key_execute_once() {
 #[test]
 fn inputs_are_compared_as_canonical_json() {
     let env = Env::new(&fixture_plan(""));
-    let run = |input: &str| {
-        Called::from_output(env.run(&["call", "write_key", input, "--idempotency-key", "canon"]))
-    };
+    let run = |input: &str| env.call_with(&["write_key", input, "--idempotency-key", "canon"]);
     let first = run(r#"{"key":"k","ms":5}"#);
     let started = first.assert_success()["start_us"].clone();
     // Other key order, other spacing, an escaped letter: the same input.
@@ -236,15 +224,7 @@ fn a_batch_repeating_a_key_runs_it_once_and_refuses_another_input() {
 fn keys_expire_after_the_ttl() {
     let plan = fixture_plan("").replacen("[host]\n", "[host]\nidempotency_ttl = \"1s\"\n", 1);
     let env = Env::new(&plan);
-    let run = || {
-        Called::from_output(env.run(&[
-            "call",
-            "write_key",
-            r#"{"key":"t","ms":1}"#,
-            "--idempotency-key",
-            "ttl",
-        ]))
-    };
+    let run = || env.call_with(&["write_key", r#"{"key":"t","ms":1}"#, "--idempotency-key", "ttl"]);
     let first = run();
     // The TTL counts from when the result was recorded, before `run` returned.
     let recorded = Instant::now();
@@ -313,8 +293,7 @@ fn a_short_ttl_never_expires_a_key_under_a_running_call() {
 fn empty_oversized_or_control_keys_are_refused_before_the_store() {
     let env = Env::new(&fixture_plan(""));
     for key in [String::new(), "k".repeat(257), "a\nb".to_string()] {
-        let out =
-            Called::from_output(env.run(&["call", "write_key", r#"{"key":"x"}"#, "--idempotency-key", &key]));
+        let out = env.call_with(&["write_key", r#"{"key":"x"}"#, "--idempotency-key", &key]);
         assert_eq!(
             out.result["error"]["code"], "invalid_input",
             "{key:?}: {:?}",
@@ -322,13 +301,12 @@ fn empty_oversized_or_control_keys_are_refused_before_the_store() {
         );
         assert!(out.message().contains("idempotency key"), "{:?}", out.result);
     }
-    let fine = Called::from_output(env.run(&[
-        "call",
+    let fine = env.call_with(&[
         "write_key",
         r#"{"key":"x"}"#,
         "--idempotency-key",
         &"k".repeat(256),
-    ]));
+    ]);
     fine.assert_success();
 }
 

@@ -315,9 +315,7 @@ fn children_of(parent: u32) -> Vec<u32> {
 #[tokio::test]
 async fn the_worker_dies_with_the_host() {
     let env = Env::new(&isolated_plan(""));
-    let (transport, _) = common::serve::transport(env.command(), Stdio::null());
-    let host_pid = transport.id().expect("host pid");
-    let client = ().serve(transport).await.expect("initialize");
+    let (client, host_pid) = common::serve::client(env.command(), ()).await;
     let args = common::serve::args(json!({"message": "up"}));
     let up = client
         .call_tool(CallToolRequestParams::new("c_echo").with_arguments(args))
@@ -378,9 +376,7 @@ fn rss_mib(pid: u32) -> u64 {
 #[tokio::test]
 async fn a_worker_flooding_the_protocol_is_killed_at_the_frame_limit() {
     let env = Env::new(&isolated_plan(""));
-    let (transport, _) = common::serve::transport(env.command(), Stdio::null());
-    let host_pid = transport.id().expect("host pid");
-    let client = ().serve(transport).await.expect("initialize");
+    let (client, host_pid) = common::serve::client(env.command(), ()).await;
     let args = common::serve::args(json!({}));
     let mut peak = 0;
     let flooded = {
@@ -444,8 +440,7 @@ async fn a_restart_hanging_in_mount_is_killed_at_the_start_deadline() {
     ));
     let mut cmd = env.command();
     cmd.env("TOOLHOST_WORKER_START_TIMEOUT_MS", "2000");
-    let (transport, _) = common::serve::transport(cmd, Stdio::null());
-    let client = ().serve(transport).await.expect("initialize");
+    let (client, _) = common::serve::client(cmd, ()).await;
     let call = |tool: &'static str, input: Value| {
         client.call_tool(CallToolRequestParams::new(tool).with_arguments(common::serve::args(input)))
     };

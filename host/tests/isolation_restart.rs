@@ -4,16 +4,12 @@
 //! the pipeline's kill of a stuck call does not queue behind the start.
 
 mod common;
-mod mcp_peer;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::serve::toolhost_meta;
 use common::{module_file, Env};
-use mcp_peer::toolhost_meta;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::transport::TokioChildProcess;
-use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 fn code(result: &CallToolResult) -> Value {
@@ -50,15 +46,10 @@ async fn callers_of_a_restarting_module_wait_only_until_their_own_deadline() {
         module_file("toolhost_fixture_crashy").display(),
         marker.display()
     ));
-    let mut cmd = tokio::process::Command::from(env.command());
+    let mut cmd = env.command();
     // The hung start lasts until the marker goes (or 60 s).
-    cmd.arg("serve").env("TOOLHOST_WORKER_START_TIMEOUT_MS", "60000");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn toolhost serve");
-    let host = transport.id().expect("host pid");
-    let client = ().serve(transport).await.expect("initialize");
+    cmd.env("TOOLHOST_WORKER_START_TIMEOUT_MS", "60000");
+    let (client, host) = common::serve::client(cmd, ()).await;
     let call = |tool: &'static str, input: Value| {
         let Value::Object(args) = input else {
             unreachable!()

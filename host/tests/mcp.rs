@@ -3,57 +3,18 @@
 
 mod common;
 
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::serve::ProgressTokens;
 use common::{fixture_plan, Env};
-use rmcp::model::{CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::RoleClient;
 use serde_json::{json, Value};
 
-/// Records progress notifications, and wakes a test waiting for one.
-#[derive(Clone, Default)]
-struct Client {
-    progress: Arc<Mutex<Vec<f64>>>,
-    arrived: Arc<tokio::sync::Notify>,
-}
-
-impl Client {
-    /// Waits (at most `within`) until at least one progress notification has
-    /// arrived since the list was last cleared.
-    async fn progress_arrives(&self, within: Duration) -> bool {
-        let wait = async {
-            loop {
-                let notified = self.arrived.notified();
-                if !self.progress.lock().map(|p| p.is_empty()).unwrap_or(true) {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        tokio::time::timeout(within, wait).await.is_ok()
-    }
-}
-
-impl ClientHandler for Client {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if let Ok(mut seen) = self.progress.lock() {
-            seen.push(params.progress);
-        }
-        self.arrived.notify_waiters();
-    }
-}
-
-async fn connect(env: &Env) -> (RunningService<RoleClient, Client>, Client) {
-    let (transport, _) = common::serve::transport(env.command(), Stdio::null());
-    let client = Client::default();
-    let running = client.clone().serve(transport).await.expect("initialize");
+async fn connect(env: &Env) -> (RunningService<RoleClient, ProgressTokens>, ProgressTokens) {
+    let client = ProgressTokens::default();
+    let (running, _) = common::serve::client(env.command(), client.clone()).await;
     (running, client)
 }
 
@@ -109,15 +70,13 @@ async fn progress_and_cancellation() {
         .expect("tools/call");
     assert_eq!(result.is_error, Some(false));
     assert!(
-        seen.progress_arrives(Duration::from_secs(5)).await,
+        seen.wait_for(1, Duration::from_secs(5)).await,
         "no progress arrived"
     );
 
     // Cancel a long call once it is running (its first progress is the
     // signal): notifications/cancelled stops the tool.
-    if let Ok(mut progress) = seen.progress.lock() {
-        progress.clear();
-    }
+    seen.clear();
     let request = ClientRequest::CallToolRequest(Request::new(
         CallToolRequestParams::new("sleep").with_arguments(args(json!({"ms": 60_000}))),
     ));
@@ -126,7 +85,7 @@ async fn progress_and_cancellation() {
         .await
         .expect("send");
     assert!(
-        seen.progress_arrives(Duration::from_secs(10)).await,
+        seen.wait_for(1, Duration::from_secs(10)).await,
         "the long call never reported progress"
     );
     let started = Instant::now();

@@ -13,8 +13,9 @@ mod mcp_peer;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::serve::{call, client, text, toolhost_meta};
 use common::Env;
-use mcp_peer::{call, node_peer, serve, text, toolhost_meta};
+use mcp_peer::node_peer;
 use rmcp::model::{CallToolResult, Tool};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
@@ -80,7 +81,7 @@ fn a_changed_tool_list_reaches_the_registry_with_aliases_and_policy_reapplied() 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
         let changes = Changes::default();
-        let (client, _) = serve(&env, changes.clone()).await;
+        let (client, _) = client(env.command(), changes.clone()).await;
 
         assert_eq!(text(&call(&client, "first", json!({})).await), "alpha");
 

@@ -7,13 +7,12 @@ mod common;
 mod mcp_peer;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{module_file, target_dir, Env};
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
@@ -41,9 +40,8 @@ impl ClientHandler for Progress {
 fn progress_and_cancel_through(env: &Env) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let (transport, _) = common::serve::transport(env.command(), Stdio::null());
         let seen = Progress::default();
-        let client = seen.clone().serve(transport).await.expect("initialize");
+        let (client, _) = common::serve::client(env.command(), seen.clone()).await;
         let args = common::serve::args;
         let quick = client
             .call_tool(CallToolRequestParams::new("in__sleep").with_arguments(args(json!({"ms": 500}))))
@@ -363,22 +361,6 @@ fn a_stdio_server_gets_only_the_passed_environment_and_the_plans_env() {
     }
 }
 
-/// Records which calls have reported progress (by progress token).
-#[derive(Clone, Default)]
-struct Started(Arc<Mutex<std::collections::HashSet<String>>>);
-
-impl ClientHandler for Started {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if let Ok(mut seen) = self.0.lock() {
-            seen.insert(format!("{:?}", params.progress_token));
-        }
-    }
-}
-
 /// Calls in flight when a server's connection is lost cost one crash, not
 /// one each: here the stdio server (a shell running an inner toolhost)
 /// keeps living after its pipe closes, so every lost call reports the loss
@@ -397,9 +379,8 @@ fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let (transport, _) = common::serve::transport(env.command(), Stdio::null());
-        let started = Started::default();
-        let client = started.clone().serve(transport).await.expect("initialize");
+        let started = common::serve::ProgressTokens::default();
+        let (client, _) = common::serve::client(env.command(), started.clone()).await;
         let args = common::serve::args;
         let calls: Vec<_> = (0..5)
             .map(|_| {
@@ -415,11 +396,10 @@ fn one_lost_connection_counts_one_crash_however_many_calls_were_in_flight() {
                 })
             })
             .collect();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while started.0.lock().map(|s| s.len()).unwrap_or(0) < 5 {
-            assert!(Instant::now() < deadline, "the five calls did not all start");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        assert!(
+            started.wait_for(5, Duration::from_secs(30)).await,
+            "the five calls did not all start"
+        );
         // Ends the inner toolhost (in-process abort) under all six calls.
         let aborted = client
             .call_tool(CallToolRequestParams::new("in__c_abort").with_arguments(args(json!({}))))
@@ -469,7 +449,7 @@ fn a_list_changed_flood_costs_one_refresher_not_a_thread_each() {
     ));
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let (client, host_pid) = mcp_peer::serve(&env, ()).await;
+        let (client, host_pid) = common::serve::client(env.command(), ()).await;
         let before = threads_of(host_pid);
         let flooded = client
             .call_tool(CallToolRequestParams::new("fl__flood"))

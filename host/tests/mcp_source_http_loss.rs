@@ -7,27 +7,13 @@
 mod common;
 mod mcp_peer;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::serve::{args, client, toolhost_meta, ProgressTokens};
 use common::{target_dir, Env};
-use mcp_peer::{args, http_server, serve, toolhost_meta};
-use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
-use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient};
+use mcp_peer::http_server;
+use rmcp::model::CallToolRequestParams;
 use serde_json::json;
-
-/// Counts progress notifications (the readiness signal: the inner tool runs).
-#[derive(Clone, Default)]
-struct Progress(Arc<Mutex<usize>>);
-
-impl ClientHandler for Progress {
-    async fn on_progress(&self, _: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
-        if let Ok(mut seen) = self.0.lock() {
-            *seen += 1;
-        }
-    }
-}
 
 const TOKEN: &str = "http-loss-test-token";
 
@@ -57,8 +43,8 @@ fn an_http_server_dying_mid_call_answers_module_crashed_and_the_next_call_reconn
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
-        let progress = Progress::default();
-        let (client, _) = serve(&env, progress.clone()).await;
+        let progress = ProgressTokens::default();
+        let (client, _) = client(env.command(), progress.clone()).await;
 
         let calls: Vec<_> = (0..2)
             .map(|_| {
@@ -76,11 +62,10 @@ fn an_http_server_dying_mid_call_answers_module_crashed_and_the_next_call_reconn
                 })
             })
             .collect();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while progress.0.lock().map(|n| *n).unwrap_or(0) < 2 {
-            assert!(Instant::now() < deadline, "the inner calls did not start");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        assert!(
+            progress.wait_for(2, Duration::from_secs(30)).await,
+            "the inner calls did not start"
+        );
         let killed_at = Instant::now();
         drop(server); // SIGKILL, mid-call
         for call in calls {

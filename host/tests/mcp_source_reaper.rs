@@ -9,8 +9,9 @@ mod mcp_peer;
 
 use std::time::Duration;
 
+use common::serve::{client, text, toolhost_meta};
 use common::{process_ends, Env};
-use mcp_peer::{node_peer, serve, text, toolhost_meta};
+use mcp_peer::node_peer;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::RoleClient;
@@ -64,7 +65,7 @@ fn kill_after(pid: u32) {
 #[tokio::test]
 async fn a_stopped_servers_setsid_child_is_killed() {
     let env = Env::new(&plan());
-    let (client, host) = serve(&env, ()).await;
+    let (client, host) = client(env.command(), ()).await;
     let pid = orphan_pid(&text(&call(&client, "or__orphan").await));
     // The client goes: the host shuts down and stops the server.
     client.cancel().await.expect("close");
@@ -81,7 +82,7 @@ async fn a_stopped_servers_setsid_child_is_killed() {
 #[tokio::test]
 async fn a_crashed_servers_setsid_child_is_killed_and_the_server_restarts() {
     let env = Env::new(&plan());
-    let (client, _) = serve(&env, ()).await;
+    let (client, _) = client(env.command(), ()).await;
     let pid = orphan_pid(&text(&call(&client, "or__orphan").await));
     let died = call(&client, "or__die").await;
     let meta = toolhost_meta(&died);
@@ -107,7 +108,7 @@ async fn a_crashed_servers_setsid_child_is_killed_and_the_server_restarts() {
 #[tokio::test]
 async fn a_killed_hosts_server_and_its_setsid_child_are_killed() {
     let env = Env::new(&plan());
-    let (client, host) = serve(&env, ()).await;
+    let (client, host) = client(env.command(), ()).await;
     let pid = orphan_pid(&text(&call(&client, "or__orphan").await));
     kill_after(host);
     assert!(

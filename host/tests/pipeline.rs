@@ -34,11 +34,7 @@ fn deny_by_tool_and_by_effect() {
     env.set_plan(&fixture_plan("[policy.effects]\ninternal_mutation = \"deny\"\n"));
     let called = env.call("write_key", json!({"key": "k"}));
     assert_eq!(called.status(), "policy_denied");
-    assert!(
-        called.message().contains("internal_mutation"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("internal_mutation");
     env.call("echo", json!({"message": "compute is still allowed"}))
         .assert_success();
 
@@ -57,11 +53,7 @@ fn ask_without_a_terminal_requires_approval_and_flags_approve() {
     ));
     let called = env.call("echo", json!({"message": "x"}));
     assert_eq!(called.status(), "approval_required", "{}", called.result);
-    assert!(
-        called.message().contains("--approve echo"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("--approve echo");
 
     let out = env.run(&["call", "echo", r#"{"message":"x"}"#, "--approve", "echo"]);
     Called::from_output(out).assert_success();
@@ -99,11 +91,7 @@ fn a_hook_that_denies_shows_its_reason() {
     )));
     let called = env.call("echo", json!({"message": "x"}));
     assert_eq!(called.status(), "policy_denied");
-    assert!(
-        called.message().contains("no echoes today"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("no echoes today");
     // The glob does not match other tools.
     env.call("sleep", json!({"ms": 1})).assert_success();
 }
@@ -144,11 +132,7 @@ fn a_hook_that_rewrites_into_invalid_input_is_caught() {
     )));
     let called = env.call("echo", json!({"message": "fine"}));
     assert_eq!(called.status(), "validation_error");
-    assert!(
-        called.message().contains("hook rewrote the input"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("hook rewrote the input");
 }
 
 #[test]
@@ -169,11 +153,7 @@ fn a_hook_that_hangs_is_timed_out_and_its_failure_policy_applies() {
     let started = std::time::Instant::now();
     let called = env.call("echo", json!({"message": "x"}));
     assert_eq!(called.status(), "policy_denied");
-    assert!(
-        called.message().contains("timed out after 300 ms"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("timed out after 300 ms");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 
     env.set_plan(&fixture_plan(&format!(
@@ -265,20 +245,10 @@ fn batch_orders_conflicting_writes_and_parallelizes_independent_calls() {
 #[test]
 fn batch_reports_bad_lines_in_place_and_keeps_going() {
     let env = Env::new(&fixture_plan(""));
-    let mut child = env
-        .command()
-        .args(["batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"name\":\"echo\",\"input\":{\"message\":\"a\"}}\nnot json\n{\"name\":\"nope\"}\n{\"name\":\"echo\",\"input\":{\"message\":\"b\"}}\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = env.run_with_stdin(
+        &["batch", "-"],
+        b"{\"name\":\"echo\",\"input\":{\"message\":\"a\"}}\nnot json\n{\"name\":\"nope\"}\n{\"name\":\"echo\",\"input\":{\"message\":\"b\"}}\n",
+    );
     let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -351,9 +321,7 @@ fn audit_log_has_one_line_per_call_denial_and_approval() {
 #[test]
 fn idempotent_replay_across_two_processes() {
     let env = Env::new(&fixture_plan(""));
-    let run = |input: &str| {
-        Called::from_output(env.run(&["call", "write_key", input, "--idempotency-key", "order-42"]))
-    };
+    let run = |input: &str| env.call_with(&["write_key", input, "--idempotency-key", "order-42"]);
     let first = run(r#"{"key":"k","ms":5}"#);
     let started = first.assert_success()["start_us"].clone();
     assert!(first.result["metadata"].get("idempotent_replay").is_none());
@@ -436,11 +404,7 @@ fn timeouts_come_from_the_plan_then_the_spec_then_the_default() {
     let env = Env::new("[host]\ndefault_timeout_secs = 1\n[[tools]]\nmodule = \"fixture\"\n");
     let called = env.call("sleep", json!({"ms": 60_000}));
     assert_eq!(called.status(), "timeout", "{}", called.result);
-    assert!(
-        called.message().contains("timed out after 1s"),
-        "{}",
-        called.message()
-    );
+    called.assert_says("timed out after 1s");
     let env = Env::new("[host]\ndefault_timeout_secs = 11\n[[tools]]\nmodule = \"fixture\"\n");
     let spec_again = remaining(&env, "deadline");
     assert!(

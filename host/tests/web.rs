@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -332,7 +332,7 @@ fn http_errors_are_errors_with_the_status() {
     assert_eq!(called.code, 1);
     assert_eq!(called.result["error"]["code"], "http_error");
     assert_eq!(called.result["error"]["details"]["status"], 404);
-    assert!(called.message().contains("404"), "{}", called.message());
+    called.assert_says("404");
 }
 
 // ---------------------------------------------------------------- paging
@@ -403,17 +403,10 @@ fn byte_cap_stops_the_download_and_says_so() {
 
 /// gzip from the system's gzip tool (the host's tests have no flate2).
 fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("gzip")
-        .arg("-c")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the gzip tool is installed");
-    let mut stdin = child.stdin.take().unwrap();
-    let data = data.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let mut cmd = Command::new("gzip");
+    cmd.arg("-c");
+    let out = common::output_with_stdin(cmd, data);
+    assert!(out.status.success(), "gzip failed");
     out.stdout
 }
 
@@ -483,7 +476,7 @@ fn a_server_that_never_answers_times_out() {
     let started = Instant::now();
     let called = env.call("web_fetch", json!({"url": server.url("/")}));
     assert_eq!(called.status(), "timeout", "{}", called.result);
-    assert!(called.message().contains("timeout_secs"), "{}", called.message());
+    called.assert_says("timeout_secs");
     assert!(
         started.elapsed() < Duration::from_secs(6),
         "{:?}",
@@ -795,7 +788,7 @@ fn a_failed_search_is_an_error_not_invented_results() {
     assert_eq!(called.status(), "error", "{}", called.result);
     assert_eq!(called.code, 1);
     assert_eq!(called.result["error"]["code"], "search_failed");
-    assert!(called.message().contains("HTTP 500"), "{}", called.message());
+    called.assert_says("HTTP 500");
     assert!(
         called.result["output"].get("results").is_none(),
         "{}",

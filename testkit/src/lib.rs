@@ -1,7 +1,10 @@
-//! Test-only helpers that more than one crate's tests need, so that each
-//! is written once. A dev-dependency only: nothing here ships.
+//! Test-only helpers that more than one crate's tests (and the bench) need,
+//! so that each is written once. A dev-dependency of the tests and a
+//! dependency of the unpublished bench only: nothing here ships.
 
 #![forbid(unsafe_code)]
+
+pub mod pg;
 
 use proptest::test_runner::{Config, RngSeed};
 

@@ -6,6 +6,7 @@ when the process exits: no sleeps."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -65,63 +66,58 @@ def delete(client: httpx2.Client, url: str, sid: str) -> None:
     assert response.status_code in (200, 202, 204), (response.status_code, response.text)
 
 
-@pytest.mark.parametrize("plan", [PLAN, ISOLATED], ids=["in-process", "isolated"])
-def test_deleting_a_session_ends_its_jobs_and_only_its(workspace, plan):
-    ws = workspace(plan)
-    server = start(ws)
+@contextlib.contextmanager
+def two_sessions_with_jobs(ws, *serve_args: str):
+    """A started server, an HTTP client, and sessions A and B each with a
+    background job: yields (server, client, (a, job_a), (b, job_b)), and
+    closes the jobs' pidfds and stops the server after."""
+    server = start(ws, *serve_args)
     jobs = []
     try:
         with httpx2.Client(timeout=30) as client:
-            a = open_session(client, server.url)
-            b = open_session(client, server.url)
-            job_a = Job(client, server.url, a)
-            job_b = Job(client, server.url, b)
-            jobs = [job_a, job_b]
-            delete(client, server.url, a)
-            assert job_a.ended_within(15), f"A's job (pid {job_a.pid}) outlived A's DELETE\n{server.stderr()}"
-            assert wait_until(lambda: told_modules(server, a), 15), server.stderr()
-            assert not job_b.ended_within(0), "B's job ended with A's session"
-            # B's session still sees and reads its job.
-            out = result_of(call(client, server.url, b, "bash_output", {"id": job_b.id}, rid=5))
-            assert not out["isError"], out
-            assert out["structuredContent"]["running"] is True, out
-            delete(client, server.url, b)
-            assert job_b.ended_within(15), "B's job outlived B's DELETE"
+            sessions = []
+            for _ in range(2):
+                sid = open_session(client, server.url)
+                jobs.append(Job(client, server.url, sid))
+                sessions.append((sid, jobs[-1]))
+            yield server, client, sessions[0], sessions[1]
     finally:
         for job in jobs:
             job.close()
         server.stop()
+
+
+@pytest.mark.parametrize("plan", [PLAN, ISOLATED], ids=["in-process", "isolated"])
+def test_deleting_a_session_ends_its_jobs_and_only_its(workspace, plan):
+    with two_sessions_with_jobs(workspace(plan)) as (server, client, (a, job_a), (b, job_b)):
+        delete(client, server.url, a)
+        assert job_a.ended_within(15), f"A's job (pid {job_a.pid}) outlived A's DELETE\n{server.stderr()}"
+        assert wait_until(lambda: told_modules(server, a), 15), server.stderr()
+        assert not job_b.ended_within(0), "B's job ended with A's session"
+        # B's session still sees and reads its job.
+        out = result_of(call(client, server.url, b, "bash_output", {"id": job_b.id}, rid=5))
+        assert not out["isError"], out
+        assert out["structuredContent"]["running"] is True, out
+        delete(client, server.url, b)
+        assert job_b.ended_within(15), "B's job outlived B's DELETE"
 
 
 def test_an_idle_session_that_expires_ends_its_jobs_and_only_its(workspace):
-    ws = workspace(PLAN)
-    server = start(ws, "--session-idle-secs", "2")
-    jobs = []
-    try:
-        with httpx2.Client(timeout=30) as client:
-            a = open_session(client, server.url)
-            b = open_session(client, server.url)
-            job_a = Job(client, server.url, a)
-            job_b = Job(client, server.url, b)
-            jobs = [job_a, job_b]
-            # A goes quiet; B keeps its session alive with a request every
-            # 0.3 s, spent waiting on A's job's pidfd.
-            ended = False
-            for rid in range(10, 110):
-                out = result_of(call(client, server.url, b, "bash_output", {"id": job_b.id}, rid=rid))
-                assert not out["isError"], out
-                if job_a.ended_within(0.3):
-                    ended = True
-                    break
-            assert ended, f"A's job (pid {job_a.pid}) outlived A's idle expiry\n{server.stderr()}"
-            assert wait_until(lambda: told_modules(server, a), 15), server.stderr()
-            assert not job_b.ended_within(0), "B's job ended with A's session"
-            out = result_of(call(client, server.url, b, "bash_output", {"id": job_b.id}, rid=200))
-            assert out["structuredContent"]["running"] is True, out
-    finally:
-        for job in jobs:
-            job.close()
-        server.stop()
+    with two_sessions_with_jobs(workspace(PLAN), "--session-idle-secs", "2") as (server, client, (a, job_a), (b, job_b)):
+        # A goes quiet; B keeps its session alive with a request every
+        # 0.3 s, spent waiting on A's job's pidfd.
+        ended = False
+        for rid in range(10, 110):
+            out = result_of(call(client, server.url, b, "bash_output", {"id": job_b.id}, rid=rid))
+            assert not out["isError"], out
+            if job_a.ended_within(0.3):
+                ended = True
+                break
+        assert ended, f"A's job (pid {job_a.pid}) outlived A's idle expiry\n{server.stderr()}"
+        assert wait_until(lambda: told_modules(server, a), 15), server.stderr()
+        assert not job_b.ended_within(0), "B's job ended with A's session"
+        out = result_of(call(client, server.url, b, "bash_output", {"id": job_b.id}, rid=200))
+        assert out["structuredContent"]["running"] is True, out
 
 
 def test_a_crashed_worker_is_not_restarted_to_hear_of_a_session_end(workspace):

@@ -9,23 +9,18 @@ use std::sync::Arc;
 use toolhost_core::wire::codes;
 use toolhost_core::{Status, ToolResult};
 
-use super::approve::{terminal_approver, ApprovalArgs};
-use super::{human, output, EXIT_FAILED, EXIT_USAGE};
+use super::approve::terminal_approver;
+use super::{human, output, EXIT_USAGE};
 use crate::cancel::CancelToken;
 use crate::host::Host;
-use crate::pipeline::{BatchItem, Call, Pipeline};
+use crate::pipeline::{BatchItem, Call};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct BatchArgs {
     /// JSONL file of calls, or `-` for stdin.
     file: PathBuf,
-    /// Print JSONL even on a terminal (off a terminal, JSONL is all there is).
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    approval: ApprovalArgs,
-    #[command(flatten)]
-    governance: super::governance_args::GovernanceArgs,
+    flags: super::call::RunFlags,
 }
 
 pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs) -> ExitCode {
@@ -44,14 +39,11 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
         }
     };
 
-    let principal = match args.governance.principal(&host.plan) {
+    let principal = match args.flags.principal(&host) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(code) => return code,
     };
-    let context = args.governance.context();
+    let context = args.flags.governance.context();
     // A malformed line becomes that line's validation error; the rest run.
     let approver = terminal_approver(!from_stdin);
     let mut calls = Vec::new();
@@ -90,7 +82,7 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
     }
 
     let show_progress = std::io::stderr().is_terminal();
-    let pipeline = Arc::new(Pipeline::new(host, shutdown).with_pre_approved(args.approval.pre_approved()));
+    let pipeline = Arc::new(args.flags.pipeline(host, shutdown));
     let mut results = pipeline
         .batch(calls, |finished, total| {
             if show_progress {
@@ -106,7 +98,7 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
     for (position, result) in malformed {
         results.insert(position.min(results.len()), result);
     }
-    let human = std::io::stdout().is_terminal() && !args.json;
+    let human = std::io::stdout().is_terminal() && !args.flags.json;
     let colour = crate::term::colour_stdout();
     let total = results.len();
     let mut all_ok = true;
@@ -134,9 +126,5 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: BatchArgs)
             return output::lost(&e);
         }
     }
-    if all_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_FAILED)
-    }
+    super::call::exit_status(all_ok)
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::approve::{terminal_approver, ApprovalArgs};
+use super::governance_args::GovernanceArgs;
 use super::{human, output, EXIT_FAILED, EXIT_USAGE};
 use crate::cancel::CancelToken;
 use crate::host::Host;
@@ -26,14 +27,39 @@ pub(super) struct CallArgs {
     /// Run a side-effecting call at most once for this key (replayed after).
     #[arg(long, value_name = "KEY")]
     idempotency_key: Option<String>,
-    /// Print the ToolResult JSON even on a terminal (off a terminal, JSON
-    /// is all there is).
+    #[command(flatten)]
+    flags: RunFlags,
+}
+
+/// The flags `call` and `batch` share: the output form, approvals given up
+/// front, and who the calls run for.
+#[derive(clap::Args, Debug)]
+pub(super) struct RunFlags {
+    /// Print the results' JSON even on a terminal (off a terminal, JSON is
+    /// all there is; `batch` prints one result per line).
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
     #[command(flatten)]
-    approval: ApprovalArgs,
+    pub(super) approval: ApprovalArgs,
     #[command(flatten)]
-    governance: super::governance_args::GovernanceArgs,
+    pub(super) governance: GovernanceArgs,
+}
+
+impl RunFlags {
+    /// The principal `--as` names, checked against the plan; on an unknown
+    /// name, says so on stderr and gives the usage exit code (both commands
+    /// refuse a bad `--as` before running anything).
+    pub(super) fn principal(&self, host: &Host) -> Result<Option<String>, ExitCode> {
+        self.governance.principal(&host.plan).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_USAGE)
+        })
+    }
+
+    /// The pipeline the calls run through, with the approvals given up front.
+    pub(super) fn pipeline(&self, host: Arc<Host>, shutdown: CancelToken) -> Pipeline {
+        Pipeline::new(host, shutdown).with_pre_approved(self.approval.pre_approved())
+    }
 }
 
 pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) -> ExitCode {
@@ -56,15 +82,12 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let principal = match args.governance.principal(&host.plan) {
+    let principal = match args.flags.principal(&host) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(code) => return code,
     };
     let stdin_free = args.input.as_deref() != Some("-");
-    let pipeline = Pipeline::new(host, shutdown).with_pre_approved(args.approval.pre_approved());
+    let pipeline = args.flags.pipeline(host, shutdown);
     let label = args.tool.clone();
     let result = pipeline
         .call(Call {
@@ -74,12 +97,12 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
             idempotency_key: args.idempotency_key,
             approver: terminal_approver(stdin_free),
             principal,
-            context: args.governance.context(),
+            context: args.flags.governance.context(),
             ..Call::default()
         })
         .await;
     let on_terminal = std::io::stdout().is_terminal();
-    let text = if on_terminal && !args.json {
+    let text = if on_terminal && !args.flags.json {
         human::result_block(&label, &result, crate::term::colour_stdout())
     } else if on_terminal {
         serde_json::to_string_pretty(&result).unwrap_or_default()
@@ -89,7 +112,13 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: CallArgs) 
     if let Err(e) = output::write_line(&text) {
         return output::lost(&e);
     }
-    if result.success {
+    exit_status(result.success)
+}
+
+/// Exit code 0 when every call succeeded, 1 when any did not (`call` and
+/// `batch` alike).
+pub(super) fn exit_status(all_ok: bool) -> ExitCode {
+    if all_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_FAILED)

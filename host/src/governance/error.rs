@@ -7,13 +7,8 @@
 #[derive(Debug, thiserror::Error)]
 pub enum GovernanceError {
     /// A `[host.redact] patterns` regex does not compile.
-    #[error("[host.redact] patterns.{kind}: {error}")]
-    RedactPattern {
-        /// The pattern's kind (its key).
-        kind: String,
-        /// What the regex parser said.
-        error: Box<regex::Error>,
-    },
+    #[error(transparent)]
+    Redact(#[from] super::redact::RedactError),
     /// A `[[principals]]` entry is malformed.
     #[error("{which}: {problem}")]
     Principal {

@@ -34,12 +34,7 @@ impl Governance {
         policy: &PolicySection,
         redact: &redact::RedactSection,
     ) -> Result<Governance, GovernanceError> {
-        for (kind, pattern) in &redact.patterns {
-            regex::Regex::new(pattern).map_err(|error| GovernanceError::RedactPattern {
-                kind: kind.clone(),
-                error: Box::new(error),
-            })?;
-        }
+        redact.check()?;
         let host_principal = host_principal.unwrap_or(principals::LOCAL).to_string();
         principals::check(&principals, &host_principal)?;
         let grants = grants::parse(grants)?;

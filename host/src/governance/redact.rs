@@ -20,6 +20,7 @@
 //! cut in two itself is not.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use regex::{Captures, Regex};
 use serde::Deserialize;
@@ -42,6 +43,11 @@ pub struct RedactSection {
     /// Shorter variable values are not redacted.
     #[serde(default = "default_min_length")]
     pub min_length: usize,
+    /// The guardrail this section builds, compiled at most once per plan
+    /// (shared by the plan's clones): the plan check compiles it to refuse a
+    /// bad pattern, and the pipeline takes that same one.
+    #[serde(skip)]
+    compiled: Compiled,
 }
 
 impl Default for RedactSection {
@@ -51,7 +57,66 @@ impl Default for RedactSection {
             patterns: BTreeMap::new(),
             variables: Vec::new(),
             min_length: default_min_length(),
+            compiled: Compiled::default(),
         }
+    }
+}
+
+/// Why the guardrail cannot be built: the plan's own pattern named when
+/// it is at fault. Cloned because the compiled result (or its failure) is
+/// kept once per plan and handed to every pipeline.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RedactError {
+    /// A `[host.redact] patterns` regex does not compile.
+    #[error("[host.redact] patterns.{kind}: {error}")]
+    Pattern {
+        /// The pattern's kind (its key).
+        kind: String,
+        /// What the regex parser said.
+        error: regex::Error,
+    },
+    /// Every pattern compiles alone but not together (the size limit).
+    #[error("[host.redact]: cannot build the redaction pattern: {0}")]
+    Combined(regex::Error),
+}
+
+impl RedactSection {
+    /// Checks the plan's extra patterns by compiling the guardrail (from
+    /// this process's environment), which is then kept for
+    /// [`RedactSection::redactor`]. A section without extra patterns has
+    /// nothing that can fail, so nothing is compiled until a pipeline asks:
+    /// `list` and `describe` never pay for it.
+    pub fn check(&self) -> Result<(), RedactError> {
+        if self.patterns.is_empty() {
+            return Ok(());
+        }
+        self.redactor().map(drop)
+    }
+
+    /// The guardrail for this section and the process's environment
+    /// (`None` when `enabled = false`), compiled on the first call and
+    /// shared after it.
+    pub fn redactor(&self) -> Result<Option<Redactor>, RedactError> {
+        self.compiled
+            .0
+            .get_or_init(|| Redactor::new(self, std::env::vars()))
+            .clone()
+    }
+}
+
+/// The compiled guardrail of one plan's section, filled once.
+#[derive(Clone, Default)]
+struct Compiled(Arc<OnceLock<Result<Option<Redactor>, RedactError>>>);
+
+impl std::fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.0.get() {
+            None => "not compiled",
+            Some(Ok(Some(_))) => "compiled",
+            Some(Ok(None)) => "off",
+            Some(Err(_)) => "failed",
+        };
+        f.write_str(state)
     }
 }
 
@@ -109,8 +174,14 @@ pub fn secret_name(name: &str) -> bool {
     WORDS.iter().any(|w| upper.contains(w)) || upper.ends_with("_KEY") || upper == "KEY"
 }
 
-/// The compiled guardrail.
+/// The compiled guardrail. Cloning it shares the compiled pattern.
+#[derive(Clone)]
 pub struct Redactor {
+    inner: Arc<Alternation>,
+}
+
+/// One regex over every secret and format, and which group is which kind.
+struct Alternation {
     regex: Regex,
     /// Capture group index → kind.
     kinds: Vec<(usize, String)>,
@@ -122,7 +193,7 @@ impl Redactor {
     pub fn new(
         section: &RedactSection,
         env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Option<Redactor>, String> {
+    ) -> Result<Option<Redactor>, RedactError> {
         if !section.enabled {
             return Ok(None);
         }
@@ -144,7 +215,6 @@ impl Redactor {
             parts.push(((*kind).to_string(), (*pattern).to_string()));
         }
         for (kind, pattern) in &section.patterns {
-            Regex::new(pattern).map_err(|e| format!("[host.redact] patterns.{kind}: {e}"))?;
             parts.push((kind.clone(), pattern.clone()));
         }
         let alternation = parts
@@ -156,7 +226,20 @@ impl Redactor {
         let regex = regex::RegexBuilder::new(&alternation)
             .size_limit(64 << 20)
             .build()
-            .map_err(|e| format!("[host.redact]: cannot build the redaction pattern: {e}"))?;
+            .map_err(|e| {
+                // Each pattern is compiled once, inside the alternation; only
+                // when that fails are the plan's own compiled alone, to name
+                // the bad one.
+                for (kind, pattern) in &section.patterns {
+                    if let Err(alone) = Regex::new(pattern) {
+                        return RedactError::Pattern {
+                            kind: kind.clone(),
+                            error: alone,
+                        };
+                    }
+                }
+                RedactError::Combined(e)
+            })?;
         let kinds = parts
             .into_iter()
             .enumerate()
@@ -168,17 +251,19 @@ impl Redactor {
                     .map(|index| (index, kind))
             })
             .collect();
-        Ok(Some(Redactor { regex, kinds }))
+        Ok(Some(Redactor {
+            inner: Arc::new(Alternation { regex, kinds }),
+        }))
     }
 
     /// `text` with every secret replaced, or `None` when it holds none.
     pub fn redact_str(&self, text: &str, counts: &mut BTreeMap<String, u64>) -> Option<String> {
-        if !self.regex.is_match(text) {
+        let Alternation { regex, kinds } = &*self.inner;
+        if !regex.is_match(text) {
             return None;
         }
-        let replaced = self.regex.replace_all(text, |caps: &Captures<'_>| {
-            let kind = self
-                .kinds
+        let replaced = regex.replace_all(text, |caps: &Captures<'_>| {
+            let kind = kinds
                 .iter()
                 .find(|(index, _)| caps.get(*index).is_some())
                 .map_or("secret", |(_, kind)| kind.as_str());
@@ -292,5 +377,45 @@ mod tests {
         r.redact_result(&mut failed);
         assert_eq!(failed.message(), "bad [REDACTED:gitlab_token]");
         assert_eq!(failed.metadata.extra["redactions"], json!({"gitlab_token": 2}));
+    }
+
+    /// The plan check compiles the guardrail once and every pipeline of
+    /// that plan (and of its clones) takes the same one.
+    #[test]
+    fn one_compile_serves_the_plan_check_and_every_pipeline() {
+        let mut section = RedactSection::default();
+        section
+            .patterns
+            .insert("ticket".into(), r"\bTICKET-[0-9]{6}\b".into());
+        assert!(section.compiled.0.get().is_none());
+        section.check().expect("valid pattern");
+        let checked = section.compiled.0.get().cloned().expect("the check compiled it");
+        let clone = section.clone();
+        for r in [section.redactor(), clone.redactor(), section.redactor()] {
+            let r = r.expect("compiled").expect("on");
+            let kept = checked.as_ref().ok().and_then(Option::as_ref).expect("on");
+            assert!(Arc::ptr_eq(&r.inner, &kept.inner), "compiled again");
+        }
+        let mut counts = BTreeMap::new();
+        let r = clone.redactor().unwrap().unwrap();
+        assert_eq!(
+            r.redact_str("see TICKET-123456", &mut counts).as_deref(),
+            Some("see [REDACTED:ticket]")
+        );
+    }
+
+    #[test]
+    fn a_bad_pattern_is_named_by_the_check_and_without_patterns_nothing_compiles() {
+        let mut section = RedactSection::default();
+        section.check().expect("nothing to check");
+        assert!(section.compiled.0.get().is_none(), "compiled without patterns");
+        section.patterns.insert("fine".into(), "abc".into());
+        section.patterns.insert("broken".into(), "(unclosed".into());
+        let e = section.check().expect_err("bad pattern");
+        assert!(
+            matches!(&e, RedactError::Pattern { kind, .. } if kind == "broken"),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("[host.redact] patterns.broken:"), "{e}");
     }
 }

@@ -145,15 +145,14 @@ impl Pipeline {
     /// guardrail reads the environment now.
     pub fn new(host: Arc<Host>, shutdown: CancelToken) -> Self {
         let audit = host.audit.clone();
-        let redactor = crate::governance::redact::Redactor::new(&host.plan.host.redact, std::env::vars())
-            .unwrap_or_else(|e| {
-                // The plan's patterns were checked when it was parsed; this
-                // is a pattern too large to compile.
-                tracing::error!("{e}; only the built-in formats are redacted");
-                crate::governance::redact::Redactor::new(&Default::default(), std::env::vars())
-                    .ok()
-                    .flatten()
-            });
+        let redactor = host.plan.host.redact.redactor().unwrap_or_else(|e| {
+            // The plan's patterns were checked when it was parsed; this
+            // is a pattern too large to compile.
+            tracing::error!("{e}; only the built-in formats are redacted");
+            crate::governance::redact::Redactor::new(&Default::default(), std::env::vars())
+                .ok()
+                .flatten()
+        });
         let working_dir = host.plan.working_dir.to_string_lossy().into_owned();
         let pipeline = Pipeline {
             hooks: hooks::Hooks::new(&host.plan),
@@ -241,8 +240,10 @@ impl Pipeline {
     /// through the same output guardrail as a tool's result: a validation
     /// error quotes the caller's input, which may hold a secret.
     async fn prepare(&self, id: &str, call: Call, trace: &mut Trace) -> Result<Prepared, ToolResult> {
-        self.stages_1_to_4(id, call, trace).await.map_err(|mut refusal| {
-            if let Some(redactor) = &self.redactor {
+        let prepared = self.stages_1_to_4(id, call, trace).await;
+        prepared.map_err(|mut refusal| {
+            // A replay is a stored result, redacted when it was produced.
+            if let Some(redactor) = self.redactor.as_ref().filter(|_| !trace.replayed) {
                 redactor.redact_result(&mut refusal);
             }
             refusal

@@ -123,15 +123,34 @@ pub fn intent(
     input: &Value,
     trace: &Trace,
 ) -> Result<(), super::audit_sink::AuditSinkError> {
-    let (input_sha256, input_bytes) = input_digest(input);
     audit.append(&AuditRecord {
-        ts_unix_ms: now_ms(),
-        call_id: id,
         phase: Some("intent"),
-        tool: tool.name(),
-        module: Some(tool.module.name.as_str()),
-        version: Some(tool.spec.version.as_str()),
-        effect: Some(tool.spec.effect.as_str()),
+        replayed: false,
+        ..record_of(audit, trace, id, tool.name(), Some(tool), input)
+    })
+}
+
+/// The fields every audit record of a call takes from its trace (who, which
+/// grant and policy version, the decision, the input's digest), as a record
+/// of status `started` with nothing produced yet: [`intent`] and [`finish`]
+/// override what differs, so the two records can never disagree on these.
+fn record_of<'a>(
+    audit: &AuditLog,
+    trace: &'a Trace,
+    call_id: &'a str,
+    name: &'a str,
+    tool: Option<&'a MountedTool>,
+    input: &'a Value,
+) -> AuditRecord<'a> {
+    let (input_sha256, input_bytes) = input_digest(input);
+    AuditRecord {
+        ts_unix_ms: now_ms(),
+        call_id,
+        phase: None,
+        tool: name,
+        module: tool.map(|t| t.module.name.as_str()),
+        version: tool.map(|t| t.spec.version.as_str()),
+        effect: tool.map(|t| t.spec.effect.as_str()),
         decision: trace.decision,
         approved_by: trace.approved_by,
         principal: &trace.principal,
@@ -145,10 +164,10 @@ pub fn intent(
         input_bytes,
         output_bytes: 0,
         idempotency_key: trace.idempotency_key.as_deref(),
-        replayed: false,
+        replayed: trace.replayed,
         redactions: None,
         input: audit.raw_inputs().then_some(input),
-    })
+    }
 }
 
 /// Stamps the call's duration, emits `tool:post` or `tool:error`, logs the
@@ -180,33 +199,21 @@ pub fn finish(
         tracing::info!(status = %result.status, module, duration_ms = ms, error = result.message(), "call failed");
     }
     if let Some(audit) = audit {
-        let (input_sha256, input_bytes) = input_digest(input);
-        let output_bytes = super::postprocess::json_len(&result.output);
         let tool = trace.tool.as_deref();
         let appended = audit.append(&AuditRecord {
-            ts_unix_ms: now_ms(),
-            call_id: &result.tool_call_id,
-            phase: None,
-            tool: tool.map(|t| t.name()).unwrap_or(name),
-            module,
-            version: tool.map(|t| t.spec.version.as_str()),
-            effect: tool.map(|t| t.spec.effect.as_str()),
-            decision: trace.decision,
-            approved_by: trace.approved_by,
-            principal: &trace.principal,
-            grant: trace.grant.as_deref(),
-            policy_version: trace.policy_version.as_deref(),
-            context: &trace.context,
             status: result.status.as_str(),
             error_code: result.error.as_ref().map(|e| e.code.as_str()),
             duration_ms: ms,
-            input_sha256,
-            input_bytes,
-            output_bytes,
-            idempotency_key: trace.idempotency_key.as_deref(),
-            replayed: trace.replayed,
+            output_bytes: super::postprocess::json_len(&result.output),
             redactions: result.metadata.extra.get("redactions"),
-            input: audit.raw_inputs().then_some(input),
+            ..record_of(
+                audit,
+                trace,
+                &result.tool_call_id,
+                tool.map(|t| t.name()).unwrap_or(name),
+                tool,
+                input,
+            )
         });
         if let Err(e) = appended {
             // The call has happened (a side-effecting one had its intent

@@ -20,15 +20,7 @@ pub fn input(tool: &MountedTool, id: &str, input: &Value) -> Result<(), ToolResu
         return Ok(());
     }
     let violations = violations(validator, input);
-    let listing = violations
-        .iter()
-        .map(|v| {
-            let pointer = v["pointer"].as_str().unwrap_or("");
-            let at = if pointer.is_empty() { "(root)" } else { pointer };
-            format!("{at}: {}", v["message"].as_str().unwrap_or(""))
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
+    let listing = listing(&violations);
     Err(ToolResult::failure(
         id,
         Status::ValidationError,
@@ -50,6 +42,21 @@ pub(super) fn violations(validator: &jsonschema::Validator, instance: &Value) ->
         .take(MAX_VIOLATIONS)
         .map(|e| json!({ "pointer": e.instance_path().as_str(), "message": short(&e.to_string()) }))
         .collect()
+}
+
+/// The violations as one line for a refusal's message:
+/// `pointer: message; …`, `(root)` for the input itself. Shared with the
+/// alias path so both refusals read the same.
+pub(super) fn listing(violations: &[Value]) -> String {
+    violations
+        .iter()
+        .map(|v| {
+            let pointer = v["pointer"].as_str().unwrap_or("");
+            let at = if pointer.is_empty() { "(root)" } else { pointer };
+            format!("{at}: {}", v["message"].as_str().unwrap_or(""))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Keeps a message short: a violation quoting a huge value quotes its start.

@@ -72,7 +72,7 @@ fn through_profile(
             id,
             format!(
                 "invalid input for {label}: {}. Its parameters: {}",
-                listing(&violations),
+                validate::listing(&violations),
                 params.join(", ")
             ),
             violations,
@@ -104,7 +104,7 @@ fn through_profile(
         format!(
             "invalid input for {label}: {}. (It runs as toolhost's '{}', which refused the mapped input; \
              run `toolhost describe {}` for what that tool accepts.)",
-            listing(&violations),
+            validate::listing(&violations),
             tool.name(),
             tool.name()
         ),
@@ -152,18 +152,6 @@ fn in_caller_terms(profile: &Profile, input: &Value, mapped: &Value, mut violati
         violation["message"] = json!(message);
     }
     violation
-}
-
-fn listing(violations: &[Value]) -> String {
-    violations
-        .iter()
-        .map(|v| {
-            let pointer = v["pointer"].as_str().unwrap_or("");
-            let at = if pointer.is_empty() { "(root)" } else { pointer };
-            format!("{at}: {}", v["message"].as_str().unwrap_or(""))
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 fn refusal(id: &str, message: String, violations: Vec<Value>, profile: &Profile, stage: &str) -> ToolResult {

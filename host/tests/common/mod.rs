@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod fs_lab;
 pub mod pdf;
 pub mod serve;
 
@@ -78,11 +79,44 @@ impl Env {
         self.command().args(args).output().expect("run toolhost")
     }
 
+    /// Runs `toolhost <args…>` with `input` on its stdin.
+    pub fn run_with_stdin(&self, args: &[&str], input: &[u8]) -> Output {
+        let mut cmd = self.command();
+        cmd.args(args);
+        output_with_stdin(cmd, input)
+    }
+
+    /// `toolhost call ARGS…` (the tool, its input, flags): the parsed result.
+    pub fn call_with(&self, args: &[&str]) -> Called {
+        Called::from_output(self.run(&[&["call"], args].concat()))
+    }
+
     /// `toolhost call TOOL JSON`: the parsed result and the exit code.
     pub fn call(&self, tool: &str, input: Value) -> Called {
         let out = self.run(&["call", tool, &input.to_string()]);
         Called::from_output(out)
     }
+}
+
+/// Runs `cmd` to completion with `input` on its stdin (written from a
+/// thread, so an input larger than the pipe cannot stall against output the
+/// child is waiting to write) and stdout and stderr captured.
+pub fn output_with_stdin(mut cmd: Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("wait for the child");
+    // A child that exits without reading all of its input is the test's
+    // business (its exit code and output say so), not a harness failure.
+    let _ = writer.join();
+    out
 }
 
 /// What one `toolhost call` printed and returned.
@@ -117,6 +151,15 @@ impl Called {
     /// The error message, or "".
     pub fn message(&self) -> &str {
         self.result["error"]["message"].as_str().unwrap_or("")
+    }
+
+    /// Asserts the error message holds `part`, showing the message when not.
+    pub fn assert_says(&self, part: &str) {
+        assert!(
+            self.message().contains(part),
+            "the message lacks {part:?}: {}",
+            self.message()
+        );
     }
 
     /// Panics with context unless the call succeeded.

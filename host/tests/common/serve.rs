@@ -1,10 +1,14 @@
-//! `toolhost serve` on stdio, started for rmcp's client: the start-up the
-//! MCP tests (`mcp`, `mcp_source`, `isolation`) share.
+//! `toolhost serve` on stdio, started for rmcp's client, and reading its
+//! answers: the one MCP peer helper every test that drives the host as an
+//! MCP client shares (`mcp`, `mcp_source*`, `isolation*`, `alias_mcp`,
+//! `governance_stdio`, `mcp_list_changed`).
 
 use std::process::{Command, Stdio};
 
-use rmcp::model::JsonObject;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::process::ChildStderr;
 
@@ -19,10 +23,166 @@ pub fn transport(mut cmd: Command, stderr: Stdio) -> (TokioChildProcess, Option<
         .expect("spawn toolhost serve")
 }
 
+/// `cmd serve` as rmcp's client with `handler`, initialized (its stderr
+/// discarded); and the host's pid.
+pub async fn client<H: ClientHandler>(cmd: Command, handler: H) -> (RunningService<RoleClient, H>, u32) {
+    let (transport, _) = transport(cmd, Stdio::null());
+    let pid = transport.id().expect("host pid");
+    (handler.serve(transport).await.expect("initialize"), pid)
+}
+
 /// A tool call's arguments from a JSON object (anything else: none).
 pub fn args(value: Value) -> JsonObject {
     match value {
         Value::Object(map) => map,
         _ => JsonObject::new(),
+    }
+}
+
+/// `tools/call`; a protocol-level failure fails the test.
+pub async fn call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    tool: &str,
+    input: Value,
+) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args(input)))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {tool} failed at the protocol level: {e}"))
+}
+
+/// The `_meta.toolhost` object of a result (status, code, details, …).
+pub fn toolhost_meta(result: &CallToolResult) -> Value {
+    result
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("toolhost").cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// The text of a successful result (the test fails on an error).
+pub fn text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+/// A client handler that keeps the token of every progress notification,
+/// and wakes whoever awaits a number of distinct ones: the readiness signal
+/// that that many calls have started running (a tool reports progress once
+/// it runs), instead of polling a counter.
+#[derive(Clone, Default)]
+pub struct ProgressTokens {
+    seen: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    arrived: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl ProgressTokens {
+    fn count(&self) -> usize {
+        self.seen.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    /// Forgets the calls seen so far (the next wait counts from here).
+    pub fn clear(&self) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.clear();
+        }
+    }
+
+    /// Waits until `n` distinct calls reported progress; `false` when
+    /// `within` passed first.
+    pub async fn wait_for(&self, n: usize, within: std::time::Duration) -> bool {
+        let wait = async {
+            loop {
+                // Registered before the count is read: a notification in
+                // between still wakes this waiter.
+                let arrived = self.arrived.notified();
+                tokio::pin!(arrived);
+                arrived.as_mut().enable();
+                if self.count() >= n {
+                    return;
+                }
+                arrived.await;
+            }
+        };
+        tokio::time::timeout(within, wait).await.is_ok()
+    }
+}
+
+impl ClientHandler for ProgressTokens {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.insert(format!("{:?}", params.progress_token));
+        }
+        self.arrived.notify_waiters();
+    }
+}
+
+/// A `toolhost serve --http` process, killed on drop, with the URL it
+/// listens at and what it has logged so far.
+pub struct HttpServer {
+    child: std::process::Child,
+    /// The streamable HTTP endpoint it printed.
+    pub url: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl HttpServer {
+    /// Spawns `cmd` (a `toolhost … serve --http ADDRESS` command, its
+    /// environment set) and returns once the server logs the address it
+    /// listens at: the readiness signal. Fails the test, with the log, when
+    /// it does not within a minute.
+    pub fn start(mut cmd: Command) -> HttpServer {
+        use std::io::{BufRead, BufReader};
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start toolhost serve --http");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = log.clone();
+        // Keeps draining stderr after the address, so the server never
+        // blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("streamable HTTP at ").nth(1) {
+                    let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
+                }
+                if let Ok(mut log) = sink.lock() {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            }
+        });
+        let mut server = HttpServer {
+            child,
+            url: String::new(),
+            log,
+        };
+        server.url = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the server did not start listening:\n{}", server.log()));
+        server
+    }
+
+    /// Everything the server has logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

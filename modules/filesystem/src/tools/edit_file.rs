@@ -7,7 +7,6 @@ use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 
 use crate::atomic;
 use crate::edit;
-use crate::guard::hold;
 use crate::state::State;
 
 /// Most edits one call may carry.
@@ -119,29 +118,24 @@ impl Tool for EditFile {
                 "{which}old_string is empty; give the exact text to replace (use write_file to create a file)"
             )));
         }
-        let target = state
-            .policy
-            .open_write("file_path", &file_path, ctx.working_dir(), false)?;
-        let display = target.display.clone();
-        let lock = state.locks.of(&target.key);
-        let _held = hold(&lock);
-        let stat = match atomic::inspect(&target)? {
-            atomic::Existing::File(stat) => stat,
-            atomic::Existing::Missing => {
-                return Err(ToolError::not_found(format!(
+        let locked = super::guarded::open_locked(state, &file_path, ctx, false)?;
+        let _held = locked.hold();
+        let target = &locked.target;
+        let display = &target.display;
+        let stat = super::guarded::existing_file(target, |display| {
+            ToolError::not_found(format!(
                 "file not found: {display}; edit_file changes existing files (use write_file to create one)"
-            )))
-            }
-        };
-        atomic::check_replaceable(&target, &stat, state.config.allow_hard_links)?;
-        super::guarded::require_read(state, ctx.session_id(), &target, &stat)?;
+            ))
+        })?;
+        atomic::check_replaceable(target, &stat, state.config.allow_hard_links)?;
+        super::guarded::require_read(state, ctx.session_id(), target, &stat)?;
         if stat.st_size as u64 > state.config.max_edit_bytes {
             return Err(ToolError::invalid_input(format!(
                 "{display} is {} bytes; edit_file loads at most {} (max_edit_bytes)",
                 stat.st_size, state.config.max_edit_bytes
             )));
         }
-        let bytes = crate::snapshot::read(&target, &stat)?;
+        let bytes = crate::snapshot::read(target, &stat)?;
         let content = std::str::from_utf8(&bytes).map_err(|e| {
             let at = e.valid_up_to();
             let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
@@ -160,7 +154,7 @@ impl Tool for EditFile {
                 &spec.old_string,
                 &spec.new_string,
                 spec.replace_all,
-                &display,
+                display,
             )
             .map_err(|e| {
                 if multi {
@@ -191,8 +185,8 @@ impl Tool for EditFile {
             diffs.push_str(&applied.diff);
             current = applied.content;
         }
-        let new_stat = atomic::write(&target, current.as_bytes(), Some(&stat), &state.pending)
-            .map_err(|e| atomic::write_error(&display, e))?;
+        let new_stat = atomic::write(target, current.as_bytes(), Some(&stat), &state.pending)
+            .map_err(|e| atomic::write_error(display, e))?;
         state.reads.record(ctx.session_id(), &target.key, &new_stat);
         let saved = state
             .history

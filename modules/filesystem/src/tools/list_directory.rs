@@ -7,8 +7,8 @@ use serde::Deserialize;
 use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 
 use crate::listing::{self, Limits, Origin};
-use crate::policy::fd;
-use crate::state::State;
+use crate::policy::{fd, ReadHandle};
+use crate::state::{Shared, State};
 
 /// Deepest listing accepted.
 const MAX_DEPTH: u64 = 10;
@@ -61,28 +61,41 @@ impl Tool for ListDirectory {
                 "{display} is a file, not a folder; use read_file to read it"
             )));
         }
-        let below_root = policy
-            .read_roots()
-            .find_real(&handle.real)
-            .map(|(_, rel)| rel)
-            .unwrap_or_default();
-        let origin = Origin {
-            policy,
-            real: handle.real.clone(),
-            below_root,
-        };
-        let limits = Limits {
-            depth: depth as usize,
-            max_entries: self.state.config.max_list_entries,
-        };
-        let (text, omitted) = listing::list(handle.fd.as_fd(), &origin, &limits, ctx)?;
+        let (text, omitted) = list_opened(&self.state, &handle, depth as usize, ctx)?;
         let mut out = format!("{display} (kind, size in bytes, path):\n{text}\n");
         if omitted > 0 {
             out.push_str(&format!(
                 "[{omitted} more entries not shown (max_list_entries = {}); list a subfolder or lower depth]\n",
-                limits.max_entries
+                self.state.config.max_list_entries
             ));
         }
         Ok(out)
     }
+}
+
+/// Lists an opened folder to `depth` levels under the mount's entry cap:
+/// the listing's text and how many entries were left out. Shared with
+/// read_file, which answers a folder path with its listing.
+pub(crate) fn list_opened(
+    state: &Shared,
+    handle: &ReadHandle,
+    depth: usize,
+    ctx: &Context<'_>,
+) -> Result<(String, usize), ToolError> {
+    let policy = &state.policy;
+    let below_root = policy
+        .read_roots()
+        .find_real(&handle.real)
+        .map(|(_, rel)| rel)
+        .unwrap_or_default();
+    let origin = Origin {
+        policy,
+        real: handle.real.clone(),
+        below_root,
+    };
+    let limits = Limits {
+        depth,
+        max_entries: state.config.max_list_entries,
+    };
+    listing::list(handle.fd.as_fd(), &origin, &limits, ctx)
 }

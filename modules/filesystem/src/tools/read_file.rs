@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::io::{BufReader, Cursor, Read};
-use std::os::fd::AsFd;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -11,7 +10,6 @@ use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 use base64::Engine;
 use toolhost_core::ContentBlock;
 
-use crate::listing::{self, Limits, Origin};
 use crate::media;
 use crate::policy::fd;
 use crate::state::State;
@@ -74,21 +72,7 @@ impl Tool for ReadFile {
         let handle = policy.open_read("file_path", &input.file_path, ctx.working_dir())?;
         let display = handle.resolved.display.as_str();
         if fd::is_dir(&handle.stat) {
-            let below_root = policy
-                .read_roots()
-                .find_real(&handle.real)
-                .map(|(_, rel)| rel)
-                .unwrap_or_default();
-            let origin = Origin {
-                policy,
-                real: handle.real.clone(),
-                below_root,
-            };
-            let limits = Limits {
-                depth: 1,
-                max_entries: config.max_list_entries,
-            };
-            let (text, omitted) = listing::list(handle.fd.as_fd(), &origin, &limits, ctx)?;
+            let (text, omitted) = super::list_directory::list_opened(&self.state, &handle, 1, ctx)?;
             let more = if omitted > 0 {
                 format!("\n[{omitted} more entries not shown]")
             } else {

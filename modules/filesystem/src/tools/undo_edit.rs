@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 
-use crate::atomic::{self, Existing};
-use crate::guard::{hold, Stamp};
+use super::guarded::{existing_file, open_locked, remove};
+use crate::atomic;
+use crate::guard::Stamp;
 use crate::history::Recorded;
 use crate::state::State;
 
@@ -55,12 +56,10 @@ impl Tool for UndoEdit {
     fn execute(&self, input: UndoEditInput, ctx: &Context<'_>) -> Result<String, ToolError> {
         let state = &self.state;
         let session = ctx.session_id();
-        let target = state
-            .policy
-            .open_write("file_path", &input.file_path, ctx.working_dir(), false)?;
-        let display = target.display.clone();
-        let lock = state.locks.of(&target.key);
-        let _held = hold(&lock);
+        let locked = open_locked(state, &input.file_path, ctx, false)?;
+        let _held = locked.hold();
+        let target = &locked.target;
+        let display = &target.display;
         let Some(entry) = state.history.last(session, &target.key) else {
             return Err(ToolError::new(
                 "nothing_to_undo",
@@ -69,15 +68,12 @@ impl Tool for UndoEdit {
                 ),
             ));
         };
-        let stat = match atomic::inspect(&target)? {
-            Existing::File(stat) => stat,
-            Existing::Missing => {
-                return Err(ToolError::new(
-                    "changed_since_edit",
-                    format!("{display} no longer exists; there is nothing to revert it over"),
-                ))
-            }
-        };
+        let stat = existing_file(target, |display| {
+            ToolError::new(
+                "changed_since_edit",
+                format!("{display} no longer exists; there is nothing to revert it over"),
+            )
+        })?;
         if Stamp::of(&stat) != entry.after {
             return Err(ToolError::new(
                 "changed_since_edit",
@@ -86,18 +82,17 @@ impl Tool for UndoEdit {
                 ),
             ));
         }
-        atomic::check_replaceable(&target, &stat, state.config.allow_hard_links)?;
+        atomic::check_replaceable(target, &stat, state.config.allow_hard_links)?;
         let Some(before) = entry.before else {
             // The change created the file: undoing it removes the file.
-            rustix::fs::unlinkat(&target.dir, target.name.as_os_str(), rustix::fs::AtFlags::empty())
-                .map_err(|e| ToolError::new("io_error", format!("cannot remove {display}: {e}")))?;
+            remove(target, "")?;
             state.history.pop(session, &target.key, None);
             return Ok(format!(
                 "removed {display}: this session's write_file created it, so undoing that removes it"
             ));
         };
-        let restored = atomic::write(&target, &before, Some(&stat), &state.pending)
-            .map_err(|e| atomic::write_error(&display, e))?;
+        let restored = atomic::write(target, &before, Some(&stat), &state.pending)
+            .map_err(|e| atomic::write_error(display, e))?;
         state.reads.record(session, &target.key, &restored);
         let left = state.history.pop(session, &target.key, Some(&restored));
         let more = match left {

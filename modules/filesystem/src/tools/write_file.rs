@@ -5,7 +5,6 @@ use serde::Deserialize;
 use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 
 use crate::atomic::{self, Existing};
-use crate::guard::hold;
 use crate::state::State;
 
 /// Input of write_file.
@@ -51,19 +50,17 @@ impl Tool for WriteFile {
                 input.content.len()
             )));
         }
-        let target = state
-            .policy
-            .open_write("file_path", &input.file_path, ctx.working_dir(), true)?;
-        let lock = state.locks.of(&target.key);
-        let _held = hold(&lock);
-        let existing = atomic::inspect(&target)?;
+        let locked = super::guarded::open_locked(state, &input.file_path, ctx, true)?;
+        let _held = locked.hold();
+        let target = &locked.target;
+        let existing = atomic::inspect(target)?;
         let (keep, before) = match &existing {
             Existing::File(stat) => {
-                atomic::check_replaceable(&target, stat, state.config.allow_hard_links)?;
-                super::guarded::require_read(state, ctx.session_id(), &target, stat)?;
+                atomic::check_replaceable(target, stat, state.config.allow_hard_links)?;
+                super::guarded::require_read(state, ctx.session_id(), target, stat)?;
                 // The old content for undo_edit, when the history can hold it.
                 let before = if stat.st_size.max(0) as u64 <= crate::history::MAX_BYTES as u64 {
-                    Some(crate::snapshot::read(&target, stat)?)
+                    Some(crate::snapshot::read(target, stat)?)
                 } else {
                     None
                 };
@@ -71,7 +68,7 @@ impl Tool for WriteFile {
             }
             Existing::Missing => (None, None),
         };
-        let stat = atomic::write(&target, input.content.as_bytes(), keep, &state.pending)
+        let stat = atomic::write(target, input.content.as_bytes(), keep, &state.pending)
             .map_err(|e| atomic::write_error(&target.display, e))?;
         state.reads.record(ctx.session_id(), &target.key, &stat);
         let saved = match (keep, before) {

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use url::Url;
 
-use super::{plain, Hit};
+use super::{hits, Hit, Item};
 
 /// The request URL for `query`.
 pub fn request_url(endpoint: &Url, query: &str, count: usize) -> Url {
@@ -27,33 +27,11 @@ struct Web {
     results: Vec<Item>,
 }
 
-#[derive(Deserialize)]
-struct Item {
-    #[serde(default)]
-    title: String,
-    #[serde(default)]
-    url: String,
-    #[serde(default)]
-    description: String,
-}
-
 /// Parses a Brave answer into at most `max` hits.
 pub fn parse(body: &[u8], max: usize) -> Result<Vec<Hit>, String> {
     let response: Response = serde_json::from_slice(body)
         .map_err(|e| format!("Brave Search answered with unexpected JSON ({e})"))?;
-    Ok(response
-        .web
-        .map(|w| w.results)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|item| !item.url.is_empty())
-        .take(max)
-        .map(|item| Hit {
-            title: plain(&item.title),
-            url: item.url,
-            snippet: plain(&item.description),
-        })
-        .collect())
+    Ok(hits(response.web.map(|w| w.results).unwrap_or_default(), max))
 }
 
 #[cfg(test)]

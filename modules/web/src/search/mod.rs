@@ -5,7 +5,7 @@
 pub mod brave;
 pub mod searxng;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::config::SearchConfig;
@@ -92,6 +92,42 @@ impl Backend {
             )),
         }
     }
+}
+
+/// One result as a backend's JSON gives it. The snippet is Brave's
+/// `description` or SearXNG's `content`; each backend fills only its own.
+#[derive(Deserialize)]
+struct Item {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    content: String,
+}
+
+/// The first `max` results that have a URL, their title and snippet as
+/// plain text: how every backend's answer becomes hits.
+fn hits(items: Vec<Item>, max: usize) -> Vec<Hit> {
+    items
+        .into_iter()
+        .filter(|item| !item.url.is_empty())
+        .take(max)
+        .map(|item| {
+            let snippet = if item.description.is_empty() {
+                item.content
+            } else {
+                item.description
+            };
+            Hit {
+                title: plain(&item.title),
+                url: item.url,
+                snippet: plain(&snippet),
+            }
+        })
+        .collect()
 }
 
 /// Removes HTML tags and decodes the few entities engines put in snippets.

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use url::Url;
 
-use super::{plain, Hit};
+use super::{hits, Hit, Item};
 
 /// The `/search` endpoint under a SearXNG base URL.
 pub fn endpoint(base: &str) -> Result<Url, String> {
@@ -39,31 +39,11 @@ struct Response {
     results: Vec<Item>,
 }
 
-#[derive(Deserialize)]
-struct Item {
-    #[serde(default)]
-    title: String,
-    #[serde(default)]
-    url: String,
-    #[serde(default)]
-    content: String,
-}
-
 /// Parses a SearXNG JSON answer into at most `max` hits.
 pub fn parse(body: &[u8], max: usize) -> Result<Vec<Hit>, String> {
     let response: Response = serde_json::from_slice(body)
         .map_err(|e| format!("SearXNG answered with something other than its JSON format ({e})"))?;
-    Ok(response
-        .results
-        .into_iter()
-        .filter(|item| !item.url.is_empty())
-        .take(max)
-        .map(|item| Hit {
-            title: plain(&item.title),
-            url: item.url,
-            snippet: plain(&item.content),
-        })
-        .collect())
+    Ok(hits(response.results, max))
 }
 
 #[cfg(test)]

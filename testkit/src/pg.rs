@@ -1,9 +1,9 @@
-//! A throwaway PostgreSQL cluster for the fleet tests, from the Debian
-//! package (`.ci/run` installs `postgresql`): `initdb` into a temp folder and
-//! `postgres` on a free loopback port, as `nobody` when the tests run as root
-//! (initdb refuses root). Anything that stops it from starting fails the
-//! test: there is no skip.
-#![allow(dead_code)]
+//! A throwaway PostgreSQL cluster from the Debian package (`.ci/run`
+//! installs `postgresql`): `initdb` into a temp folder and `postgres` on a
+//! free loopback port, as `nobody` when this process is root (initdb
+//! refuses root). The fleet tests start one with [`Cluster::start`], which
+//! fails the test when it cannot (there is no skip); the bench uses
+//! [`Cluster::try_start`] and skips its PostgreSQL rows with the reason.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -11,18 +11,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use rustix::process::{kill_process, Pid, Signal};
+
+/// How long a starting server may take to accept connections.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
 /// A running (or stopped) cluster; stopped and removed on drop.
 pub struct Cluster {
     dir: tempfile::TempDir,
     bin: PathBuf,
     port: u16,
+    durable: bool,
     server: Option<Child>,
 }
 
 /// The newest installed PostgreSQL's `bin` folder.
-fn bin_dir() -> PathBuf {
+fn bin_dir() -> Result<PathBuf, String> {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .expect("PostgreSQL is not installed (/usr/lib/postgresql is missing): apt-get install -y postgresql (.ci/run does)")
+        .map_err(|_| {
+            "PostgreSQL is not installed (/usr/lib/postgresql is missing): apt-get install -y postgresql (.ci/run does)"
+                .to_string()
+        })?
         .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
         .filter(|p| p.join("initdb").is_file())
         .collect();
@@ -35,24 +44,19 @@ fn bin_dir() -> PathBuf {
     });
     found
         .pop()
-        .expect("no /usr/lib/postgresql/*/bin/initdb: apt-get install -y postgresql")
+        .ok_or_else(|| "no /usr/lib/postgresql/*/bin/initdb: apt-get install -y postgresql".to_string())
 }
 
-fn free_port() -> u16 {
+fn free_port() -> Result<u16, String> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+        .map(|a| a.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
 }
 
 /// A command run as `nobody` when this process is root.
 fn as_server_user(program: &Path) -> Command {
-    if is_root() {
+    if rustix::process::geteuid().is_root() {
         let mut cmd = Command::new("setpriv");
         cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
             .arg(program);
@@ -64,14 +68,24 @@ fn as_server_user(program: &Path) -> Command {
 
 impl Cluster {
     /// Initializes and starts a cluster; panics (fails the test) if it
-    /// cannot.
+    /// cannot, saying why.
+    /// Without fsync: the tests measure nothing, and a fleet test's
+    /// restarts stay quick.
     pub fn start() -> Cluster {
-        let bin = bin_dir();
+        Cluster::try_start(false).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    /// Initializes and starts a cluster, or says why it cannot. `durable`
+    /// keeps PostgreSQL's fsync on, as a real deployment has it (the bench
+    /// measures commits).
+    pub fn try_start(durable: bool) -> Result<Cluster, String> {
+        let bin = bin_dir()?;
         let dir = tempfile::Builder::new()
             .prefix("toolhost-pg-")
             .tempdir()
-            .expect("temp dir");
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+            .map_err(|e| format!("temp dir: {e}"))?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+            .map_err(|e| format!("cannot open the cluster folder to the server user: {e}"))?;
         let out = as_server_user(&bin.join("initdb"))
             .arg("-D")
             .arg(dir.path().join("data"))
@@ -86,21 +100,23 @@ impl Cluster {
             ])
             .env("LC_ALL", "C")
             .output()
-            .expect("run initdb");
-        assert!(
-            out.status.success(),
-            "initdb failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .map_err(|e| format!("cannot run initdb: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "initdb failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
         let mut cluster = Cluster {
             dir,
             bin,
-            port: free_port(),
+            port: free_port()?,
+            durable,
             server: None,
         };
-        cluster.resume();
-        cluster
+        cluster.try_resume()?;
+        Ok(cluster)
     }
 
     /// `postgres://postgres@127.0.0.1:<port>/postgres`.
@@ -109,8 +125,14 @@ impl Cluster {
     }
 
     /// Starts the server (again) on the same port and data; returns once it
-    /// says it accepts connections.
+    /// says it accepts connections, and panics when it does not.
     pub fn resume(&mut self) {
+        self.try_resume().unwrap_or_else(|why| panic!("{why}"));
+    }
+
+    /// Starts the server (again); `Err` with its log when it exits, or
+    /// when it is not ready within a minute.
+    fn try_resume(&mut self) -> Result<(), String> {
         assert!(self.server.is_none(), "already running");
         let mut child = as_server_user(&self.bin.join("postgres"))
             .arg("-D")
@@ -120,13 +142,16 @@ impl Cluster {
                 "-c",
                 &format!("unix_socket_directories={}", self.dir.path().display()),
             ])
-            .args(["-c", "fsync=off", "-c", "max_connections=200"])
+            .args(["-c", if self.durable { "fsync=on" } else { "fsync=off" }])
+            .args(["-c", "max_connections=200"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start postgres");
-        let stderr = child.stderr.take().expect("stderr");
+            .map_err(|e| format!("cannot start postgres: {e}"))?;
+        let stderr = child.stderr.take().ok_or("postgres has no stderr pipe")?;
+        // The readiness signal is the server's own log line; the reader
+        // keeps draining the log after it so the server never blocks on it.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut log = String::new();
@@ -143,29 +168,31 @@ impl Cluster {
                 let _ = tx.send(Err(log));
             }
         });
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(Ok(())) => self.server = Some(child),
-            Ok(Err(log)) => {
-                let _ = child.kill();
-                panic!("postgres exited before accepting connections:\n{log}")
-            }
+        let outcome = match rx.recv_timeout(READY_WITHIN) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(log)) => Err(format!("postgres exited before accepting connections:\n{log}")),
+            Err(_) => Err(format!("postgres did not become ready within {READY_WITHIN:?}")),
+        };
+        match outcome {
+            Ok(()) => self.server = Some(child),
             Err(_) => {
                 let _ = child.kill();
-                panic!("postgres did not become ready within 60 s")
+                let _ = child.wait();
             }
         }
+        outcome
     }
 
     /// Stops the server (fast shutdown: sessions are cut) and waits for it.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.server.take() {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            let _ = kill_process(Pid::from_child(&child), Signal::INT);
             let _ = child.wait();
         }
     }
 
-    /// Runs SQL through `psql`, returning its unaligned output.
+    /// Runs SQL through `psql`, returning its unaligned output; panics
+    /// (fails the test) when psql fails.
     pub fn psql(&self, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
             .args([
