@@ -12,6 +12,7 @@ use crate::env::EnvPolicy;
 use crate::jobs::Jobs;
 use crate::output::capture::Capture;
 use crate::policy::CommandPolicy;
+use crate::process::launch::Launcher;
 use crate::process::spawn::{spawn, SpawnSpec, Spawned};
 use crate::runner::Limits;
 use crate::sandbox::{Request, Sandbox};
@@ -32,6 +33,8 @@ pub struct Module {
     rlimits: Vec<(libc::c_int, u64)>,
     /// The OS sandbox and which of its layers hold here.
     pub sandbox: Sandbox,
+    /// The mount's zygote, which forks every command's reaper.
+    pub launcher: Launcher,
 }
 
 impl Module {
@@ -68,24 +71,29 @@ impl Module {
             private_temp_root()?
         };
         let tmp_root = std::path::absolute(&tmp_root).unwrap_or(tmp_root);
-        let sandbox = Sandbox::new(&Request {
-            mode: config.sandbox,
-            network: config.network,
-            writable_paths: &config.writable_paths,
-            hidden_paths: &config.hidden_paths,
-            processes: config.rlimits.processes,
-            working_dir,
-            tmp_root: tmp_root.clone(),
-            shell: &config.shell,
-            host_state_dir: host_state_dir.as_deref(),
-            plan_file,
-        })
+        let launcher = Launcher::new();
+        let sandbox = Sandbox::new(
+            &launcher,
+            &Request {
+                mode: config.sandbox,
+                network: config.network,
+                writable_paths: &config.writable_paths,
+                hidden_paths: &config.hidden_paths,
+                processes: config.rlimits.processes,
+                working_dir,
+                tmp_root: tmp_root.clone(),
+                shell: &config.shell,
+                host_state_dir: host_state_dir.as_deref(),
+                plan_file,
+            },
+        )
         .inspect_err(|_| {
             // Made for this mount (or empty): nothing else is in it yet.
             let _ = std::fs::remove_dir(&tmp_root);
         })?;
         Ok(Module {
             sandbox,
+            launcher,
             policy: CommandPolicy::new(
                 &config.allowed_commands,
                 &config.denied_commands,
@@ -156,7 +164,7 @@ impl Module {
             rlimits: &self.rlimits,
             confine: self.sandbox.confine(&call),
         };
-        let mut spawned = spawn(&spec).map_err(|e| match e.kind() {
+        let mut spawned = spawn(&self.launcher, &spec).map_err(|e| match e.kind() {
             std::io::ErrorKind::InvalidInput => ToolError::invalid_input(e.to_string()),
             _ => ToolError::new("spawn_failed", format!("could not start the command: {e}")).retryable(true),
         })?;

@@ -20,6 +20,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::process::launch::Launcher;
 use crate::process::reaper::{MAX_HIDDEN, MAX_READ_ONLY};
 use crate::process::spawn::Confine;
 use crate::process::spec::SetupSpec;
@@ -114,7 +115,7 @@ impl Sandbox {
     /// Works out and probes the layers. Errors are configuration errors
     /// (a hidden path list too long); unavailable layers are reported, not
     /// errors.
-    pub fn new(req: &Request<'_>) -> Result<Sandbox, String> {
+    pub fn new(launcher: &Launcher, req: &Request<'_>) -> Result<Sandbox, String> {
         let mut report = Vec::new();
         let resolve = |p: &Path| -> PathBuf {
             let expanded = match (p.strip_prefix("~"), std::env::var_os("HOME")) {
@@ -272,7 +273,7 @@ impl Sandbox {
                 why.push(("landlock", e.to_string()));
             }
         }
-        let layers = probe::settle(&mut sandbox, want, req, &mut why);
+        let layers = probe::settle(launcher, &mut sandbox, want, req, &mut why);
         sandbox.layers = layers;
         sandbox.report = probe::report(
             req,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{Layers, ReportItem, Request, Sandbox};
+use crate::process::launch::Launcher;
 use crate::process::reaper::Step;
 use crate::process::spawn::{spawn, SpawnSpec};
 use crate::process::tree::Exit;
@@ -21,7 +22,7 @@ enum Probe {
     Prepare(String),
 }
 
-fn run(sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
+fn run(launcher: &Launcher, sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
     let call = match sandbox.prepare_with(req.working_dir, layers) {
         Ok(c) => c,
         Err(e) => return Probe::Prepare(e),
@@ -38,7 +39,7 @@ fn run(sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
         rlimits: &[],
         confine: sandbox.confine(&call),
     };
-    let mut spawned = match spawn(&spec) {
+    let mut spawned = match spawn(launcher, &spec) {
         Ok(s) => s,
         Err(e) => return Probe::CloneFailed(e),
     };
@@ -61,6 +62,7 @@ fn run(sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
 
 /// Drops unavailable layers until a probe runs clean; returns what holds.
 pub(super) fn settle(
+    launcher: &Launcher,
     sandbox: &mut Sandbox,
     want: Layers,
     req: &Request<'_>,
@@ -74,7 +76,7 @@ pub(super) fn settle(
             why.push(("seccomp", e));
             continue;
         }
-        let outcome = match run(sandbox, &layers, req) {
+        let outcome = match run(launcher, sandbox, &layers, req) {
             Probe::Ran(Exit::SandboxFailed(Step::Clone)) => Probe::CloneFailed(std::io::Error::other(
                 "the kernel refused to start the reaper in these namespaces",
             )),
@@ -104,7 +106,7 @@ pub(super) fn settle(
                     Step::Hidden => {
                         // Skip the paths that cannot be covered, not the
                         // whole mount namespace (and every other path).
-                        if !skip_uncoverable(sandbox, &layers, req, why) {
+                        if !skip_uncoverable(launcher, sandbox, &layers, req, why) {
                             why.push(("mount_ns", "covering a hidden path failed".into()));
                             layers.mount_ns = false;
                             layers.proc = false;
@@ -152,7 +154,7 @@ pub(super) fn settle(
                 let alone = |f: fn(&mut Layers)| {
                     let mut only = Layers::default();
                     f(&mut only);
-                    matches!(run(sandbox, &only, req), Probe::Ran(Exit::Code(0)))
+                    matches!(run(launcher, sandbox, &only, req), Probe::Ran(Exit::Code(0)))
                 };
                 let mut dropped = false;
                 if layers.net_ns && !alone(|l| l.net_ns = true) {
@@ -202,6 +204,7 @@ pub(super) fn settle(
 /// (reported under `hidden`). False when every path covers alone (the
 /// failure is elsewhere), so nothing was dropped.
 fn skip_uncoverable(
+    launcher: &Launcher,
     sandbox: &mut Sandbox,
     layers: &Layers,
     req: &Request<'_>,
@@ -212,7 +215,7 @@ fn skip_uncoverable(
     let mut skipped = false;
     for h in all {
         sandbox.hidden = vec![h.clone()];
-        if matches!(run(sandbox, layers, req), Probe::Ran(Exit::Code(0))) {
+        if matches!(run(launcher, sandbox, layers, req), Probe::Ran(Exit::Code(0))) {
             kept.push(h);
         } else {
             skipped = true;
