@@ -85,6 +85,7 @@ impl Module {
                 shell: &config.shell,
                 host_state_dir: host_state_dir.as_deref(),
                 plan_file,
+                probe_stamp: state_dir.map(|d| d.join(crate::sandbox::stamp::FILE)),
             },
         )
         .inspect_err(|_| {
@@ -164,10 +165,13 @@ impl Module {
             rlimits: &self.rlimits,
             confine: self.sandbox.confine(&call),
         };
-        let mut spawned = spawn(&self.launcher, &spec).map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidInput => ToolError::invalid_input(e.to_string()),
-            _ => ToolError::new("spawn_failed", format!("could not start the command: {e}")).retryable(true),
-        })?;
+        let mut spawned = spawn(&self.launcher, &spec)
+            .inspect_err(|_| self.sandbox.distrust_probe())
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidInput => ToolError::invalid_input(e.to_string()),
+                _ => ToolError::new("spawn_failed", format!("could not start the command: {e}"))
+                    .retryable(true),
+            })?;
         spawned.cleanup = Some(Box::new(call));
         Ok(spawned)
     }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod landlock;
 pub mod probe;
 pub mod seccomp;
+pub mod stamp;
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -82,6 +83,8 @@ pub struct Sandbox {
     pids: Option<(PidsRoot, u64)>,
     tmp_root: PathBuf,
     report: Vec<ReportItem>,
+    /// The probe's stamp file, when the module has a state folder.
+    stamp: Option<PathBuf>,
 }
 
 /// What the mount asks for, from the config.
@@ -109,6 +112,9 @@ pub struct Request<'a> {
     /// The plan file (its secrets, and a command must not rewrite it):
     /// hidden like `hidden_paths`.
     pub plan_file: Option<&'a Path>,
+    /// Where the [probe's stamp](stamp) lives (the module's state folder);
+    /// `None`: probe at every mount.
+    pub probe_stamp: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -186,6 +192,7 @@ impl Sandbox {
             pids: None,
             tmp_root: req.tmp_root.clone(),
             report: Vec::new(),
+            stamp: req.probe_stamp.clone(),
         };
         if req.mode == Mode::Off {
             report.push(ReportItem {
@@ -273,7 +280,25 @@ impl Sandbox {
                 why.push(("landlock", e.to_string()));
             }
         }
-        let layers = probe::settle(launcher, &mut sandbox, want, req, &mut why);
+        let key = stamp::key(req, &want, &sandbox.hidden, &sandbox.read_only, &sandbox.writable);
+        let stamped = match (&sandbox.stamp, &key) {
+            (Some(path), Some(key)) => stamp::matches(path, key),
+            _ => false,
+        };
+        let mut full = want;
+        full.seccomp_net = !req.network && !want.net_ns && want.seccomp;
+        let layers = if stamped && sandbox.install_seccomp(&full).is_ok() {
+            full
+        } else {
+            let before = why.len();
+            let layers = probe::settle(launcher, &mut sandbox, want, req, &mut why);
+            if let (Some(path), Some(key), true) =
+                (&sandbox.stamp, &key, layers == full && why.len() == before)
+            {
+                stamp::write(path, key);
+            }
+            layers
+        };
         sandbox.layers = layers;
         sandbox.report = probe::report(
             req,
@@ -283,7 +308,29 @@ impl Sandbox {
             &sandbox.hidden,
             &sandbox.read_only,
         );
+        if stamped && layers == full {
+            if let Some(path) = &sandbox.stamp {
+                sandbox.report.push(ReportItem {
+                    name: "layer probe".into(),
+                    state: "active",
+                    detail: format!(
+                        "every layer held in a spawn probe earlier this boot with this kernel, user, sysctls and \
+                         plan (stamp {}; a call that finds a layer missing is refused and removes it, so the next \
+                         mount probes again)",
+                        path.display()
+                    ),
+                });
+            }
+        }
         Ok(sandbox)
+    }
+
+    /// A layer the probe (or its stamp) promised failed at a call: the next
+    /// mount probes again.
+    pub fn distrust_probe(&self) {
+        if let Some(path) = &self.stamp {
+            stamp::forget(path);
+        }
     }
 
     /// Whether the sandbox is on at all.
