@@ -340,7 +340,8 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
         }
         // The reaper is a process of its own (never the host), so these
         // may use ordinary code; the shell inherits the result.
-        if p.setup.minimal_dev && super::devfs::make_minimal().is_err() {
+        let ruleset = p.setup.landlock.then_some(LANDLOCK_FD);
+        if p.setup.minimal_dev && super::devfs::make_minimal(ruleset).is_err() {
             write_status(SETUP_FAILED | Step::Dev as u32);
             exit(0);
         }
