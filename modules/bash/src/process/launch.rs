@@ -18,19 +18,37 @@ use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, Ms
 use super::program::{HEADER, NAME, SOCKET_FD};
 use super::reaper::FD_COUNT;
 
+/// Why the reaper program cannot be found (the mount fails with it).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReaperMissing {
+    /// `dladdr` could not name the module's own file.
+    #[error("cannot tell which file the bash module was loaded from")]
+    UnknownModuleFile,
+    /// Not beside the module, nor one folder up.
+    #[error(
+        "the bash module's reaper program `{NAME}` is not beside the module ({}): install it with the \
+         module (cargo xtask install / dist do), or build it with `cargo build --workspace`",
+        dir.display()
+    )]
+    NotBeside {
+        /// The module's folder.
+        dir: PathBuf,
+    },
+}
+
 /// Where the reaper program is: beside the module's own file (an install
 /// puts both in `lib/toolhost/`, a cargo build in `target/<profile>/`), or
 /// one folder up (a unit-test binary under `target/<profile>/deps/`).
-pub fn reaper_path() -> Result<&'static Path, String> {
-    static PATH: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+pub fn reaper_path() -> Result<&'static Path, ReaperMissing> {
+    static PATH: OnceLock<Result<PathBuf, ReaperMissing>> = OnceLock::new();
     PATH.get_or_init(find)
         .as_ref()
         .map(|p| p.as_path())
         .map_err(|e| e.clone())
 }
 
-fn find() -> Result<PathBuf, String> {
-    let here = own_file().ok_or("cannot tell which file the bash module was loaded from")?;
+fn find() -> Result<PathBuf, ReaperMissing> {
+    let here = own_file().ok_or(ReaperMissing::UnknownModuleFile)?;
     let dir = here.parent().unwrap_or(Path::new("/"));
     let candidates = [dir.join(NAME), dir.join("..").join(NAME)];
     for c in &candidates {
@@ -38,11 +56,9 @@ fn find() -> Result<PathBuf, String> {
             return Ok(std::path::absolute(c).unwrap_or_else(|_| c.clone()));
         }
     }
-    Err(format!(
-        "the bash module's reaper program `{NAME}` is not beside the module ({}): install it with the \
-         module (cargo xtask install / dist do), or build it with `cargo build --workspace`",
-        dir.display()
-    ))
+    Err(ReaperMissing::NotBeside {
+        dir: dir.to_path_buf(),
+    })
 }
 
 /// The file (shared library or executable) this code was loaded from.

@@ -10,6 +10,7 @@
 
 pub mod cgroup;
 pub mod config;
+pub mod error;
 pub mod landlock;
 pub mod probe;
 pub mod seccomp;
@@ -27,6 +28,7 @@ use crate::process::spawn::Confine;
 use crate::process::spec::SetupSpec;
 use cgroup::{PidsGroup, PidsRoot};
 pub use config::Mode;
+pub use error::{CgroupError, SandboxError};
 
 /// The layers, as the probe and the report name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -121,7 +123,7 @@ impl Sandbox {
     /// Works out and probes the layers. Errors are configuration errors
     /// (a hidden path list too long); unavailable layers are reported, not
     /// errors.
-    pub fn new(launcher: &Launcher, req: &Request<'_>) -> Result<Sandbox, String> {
+    pub fn new(launcher: &Launcher, req: &Request<'_>) -> Result<Sandbox, SandboxError> {
         let mut report = Vec::new();
         let resolve = |p: &Path| -> PathBuf {
             let expanded = match (p.strip_prefix("~"), std::env::var_os("HOME")) {
@@ -134,10 +136,7 @@ impl Sandbox {
         let writable: Vec<PathBuf> = req.writable_paths.iter().map(|p| resolve(p)).collect();
         for p in &writable {
             if !p.is_dir() {
-                return Err(format!(
-                    "bash: writable_paths entry {} is not an existing folder",
-                    p.display()
-                ));
+                return Err(SandboxError::NotAFolder(p.clone()));
             }
         }
         let mut hidden: Vec<(CString, bool)> = Vec::new();
@@ -157,8 +156,10 @@ impl Sandbox {
         });
         if let Some(p) = plan_in_reach {
             read_only.push(
-                CString::new(p.as_os_str().as_bytes())
-                    .map_err(|_| format!("bash: the plan's path {} contains a NUL byte", p.display()))?,
+                CString::new(p.as_os_str().as_bytes()).map_err(|_| SandboxError::Nul {
+                    what: "the plan's path",
+                    path: p.clone(),
+                })?,
             );
         }
         let plan_hidden = plan.clone().filter(|_| plan_in_reach.is_none());
@@ -172,14 +173,16 @@ impl Sandbox {
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue; // nothing there to hide
             };
-            let c = CString::new(path.as_os_str().as_bytes())
-                .map_err(|_| format!("bash: hidden_paths entry {} contains a NUL byte", p.display()))?;
+            let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::Nul {
+                what: "hidden_paths entry",
+                path: p.to_path_buf(),
+            })?;
             if !hidden.iter().any(|(h, _)| *h == c) {
                 hidden.push((c, meta.is_dir()));
             }
         }
         if hidden.len() > MAX_HIDDEN {
-            return Err(format!("bash: at most {MAX_HIDDEN} hidden_paths may exist"));
+            return Err(SandboxError::TooManyHidden);
         }
         let mut sandbox = Sandbox {
             mode: req.mode,
@@ -256,7 +259,7 @@ impl Sandbox {
                     sandbox.pids = Some((root, max.saturating_add(1)));
                     want.cgroup = true;
                 }
-                Err(e) => why.push(("cgroup", e)),
+                Err(e) => why.push(("cgroup", e.to_string())),
             }
         }
         match seccomp::program(false) {
@@ -358,9 +361,9 @@ impl Sandbox {
         self.report.iter().filter(|r| r.state == "unavailable").collect()
     }
 
-    fn install_seccomp(&mut self, layers: &Layers) -> Result<(), String> {
+    fn install_seccomp(&mut self, layers: &Layers) -> Result<(), SandboxError> {
         self.seccomp = if layers.seccomp {
-            let compiled = seccomp::program(layers.seccomp_net).map_err(|e| e.to_string())?;
+            let compiled = seccomp::program(layers.seccomp_net)?;
             seccomp::PREFIX
                 .iter()
                 .copied()
@@ -378,11 +381,11 @@ impl Sandbox {
     }
 
     /// What one call needs before the fork. `cwd` is the call's folder.
-    pub fn prepare(&self, cwd: &Path) -> Result<CallBox, String> {
+    pub fn prepare(&self, cwd: &Path) -> Result<CallBox, SandboxError> {
         self.prepare_with(cwd, &self.layers)
     }
 
-    fn prepare_with(&self, cwd: &Path, layers: &Layers) -> Result<CallBox, String> {
+    fn prepare_with(&self, cwd: &Path, layers: &Layers) -> Result<CallBox, SandboxError> {
         let mut call = CallBox::default();
         if self.mode == Mode::Off {
             return Ok(call);
@@ -395,7 +398,10 @@ impl Sandbox {
                 use std::os::unix::fs::DirBuilderExt;
                 std::fs::DirBuilder::new().mode(0o700).create(&tmp)
             })
-            .map_err(|e| format!("cannot create the private temp folder {}: {e}", tmp.display()))?;
+            .map_err(|source| SandboxError::TempFolder {
+                path: tmp.clone(),
+                source,
+            })?;
         call.tmp = Some(tmp.clone());
         if layers.landlock {
             let mut writable = vec![tmp];
@@ -403,10 +409,9 @@ impl Sandbox {
                 writable.push(cwd.to_path_buf());
                 writable.extend(self.writable.iter().cloned());
             }
-            call.landlock =
-                landlock::ruleset(&writable).map_err(|e| format!("building the Landlock rules: {e}"))?;
+            call.landlock = landlock::ruleset(&writable)?;
             if call.landlock.is_none() {
-                return Err("Landlock disappeared since the mount".into());
+                return Err(SandboxError::LandlockGone);
             }
         }
         if layers.cgroup {

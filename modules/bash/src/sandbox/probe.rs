@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Layers, ReportItem, Request, Sandbox};
+use super::{Layers, ReportItem, Request, Sandbox, SandboxError};
 use crate::process::launch::Launcher;
 use crate::process::reaper::Step;
 use crate::process::spawn::{spawn, SpawnSpec};
@@ -19,7 +19,7 @@ const PROBE_BOUND: Duration = Duration::from_secs(10);
 enum Probe {
     Ran(Exit),
     CloneFailed(std::io::Error),
-    Prepare(String),
+    Prepare(SandboxError),
 }
 
 fn run(launcher: &Launcher, sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
@@ -73,7 +73,7 @@ pub(super) fn settle(
         layers.seccomp_net = !req.network && !layers.net_ns && layers.seccomp;
         if let Err(e) = sandbox.install_seccomp(&layers) {
             layers.seccomp = false;
-            why.push(("seccomp", e));
+            why.push(("seccomp", e.to_string()));
             continue;
         }
         let outcome = match run(launcher, sandbox, &layers, req) {
@@ -179,10 +179,22 @@ pub(super) fn settle(
                     drop_namespaces(&mut layers);
                 }
             }
-            Probe::Prepare(e) => {
-                why.push(("landlock", e));
+            // Drop the layer whose per-call resource could not be made;
+            // anything else (no temp folder) leaves no layer standing.
+            Probe::Prepare(e @ (SandboxError::Landlock(_) | SandboxError::LandlockGone)) => {
+                why.push(("landlock", e.to_string()));
                 layers.landlock = false;
+            }
+            Probe::Prepare(e @ SandboxError::Cgroup(_)) => {
+                why.push(("cgroup", e.to_string()));
                 layers.cgroup = false;
+            }
+            Probe::Prepare(e) => {
+                why.push((
+                    "sandbox",
+                    format!("a command's sandbox cannot be prepared ({e}); every layer is off"),
+                ));
+                return Layers::default();
             }
             Probe::Ran(other) => {
                 why.push((
