@@ -82,3 +82,12 @@ fn a_probe_that_finds_a_layer_missing_leaves_no_stamp() {
     let second = check(&env);
     assert!(!stamped(&second), "{second}");
 }
+
+#[test]
+fn with_sandbox_required_every_mount_probes() {
+    let env = Env::new(&plan("sandbox_required = true"));
+    check(&env);
+    assert!(!stamp_file(&env).exists(), "a required sandbox wrote a stamp");
+    let second = check(&env);
+    assert!(!stamped(&second), "{second}");
+}

@@ -107,7 +107,11 @@ impl Module {
                 shell: &config.shell,
                 host_state_dir: host_state_dir.as_deref(),
                 plan_file,
-                probe_stamp: state_dir.map(|d| d.join(crate::sandbox::stamp::FILE)),
+                // With sandbox_required the mount itself must fail when a
+                // layer is missing, so it always probes.
+                probe_stamp: state_dir
+                    .filter(|_| !config.sandbox_required)
+                    .map(|d| d.join(crate::sandbox::stamp::FILE)),
             },
         )
         .inspect_err(|_| {
