@@ -149,13 +149,21 @@ fn mount_rows(b: &mut Bench, plan_with: &dyn Fn(&str, &str) -> anyhow::Result<Pl
         let host = Host::open(plan.clone()).expect("plan loads");
         host.shutdown();
     });
-    anyhow::ensure!(stamp.exists(), "the probe left no stamp at {}", stamp.display());
     b.row(
         "bash",
         "load + mount + cleanup, sandbox on: spawn probe",
         probed,
         None,
     );
+    if !stamp.exists() {
+        // A module without the stamp (an older build), or a probe that
+        // found a layer missing: there is no second row to measure.
+        println!(
+            "bash: no probe stamp at {}; the stamped row is skipped",
+            stamp.display()
+        );
+        return Ok(());
+    }
     let stamped = b.time(3, n, || {
         let host = Host::open(plan.clone()).expect("plan loads");
         host.shutdown();
