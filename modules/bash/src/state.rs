@@ -109,9 +109,10 @@ impl Module {
                 plan_file,
                 // With sandbox_required the mount itself must fail when a
                 // layer is missing, so it always probes.
-                probe_stamp: state_dir
-                    .filter(|_| !config.sandbox_required)
-                    .map(|d| d.join(crate::sandbox::stamp::FILE)),
+                probe_stamp: state_dir.filter(|_| !config.sandbox_required).map(|d| {
+                    let file = d.join(crate::sandbox::stamp::FILE);
+                    std::path::absolute(&file).unwrap_or(file)
+                }),
             },
         )
         .inspect_err(|_| {

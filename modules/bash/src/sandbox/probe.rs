@@ -410,7 +410,8 @@ pub(super) fn report(
     out.push(item(
         "devices (minimal /dev)",
         l.dev && l.mount_ns,
-        "only null, zero, full, random, urandom, tty, a private devpts and an empty shm: no disk or host terminal"
+        "only null, zero, full, random, urandom, tty, a private devpts (ptys work) and an empty shm: no disk or host \
+         terminal"
             .into(),
         why,
         &["dev", "mount_ns", "user_ns"],
