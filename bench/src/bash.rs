@@ -22,12 +22,13 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     // Two mounts of the module: the sandbox off (the ≤ 1.3× raw target)
     // and on with the default plan's layers (its added cost is reported).
+    let modules = b.target_dir.display().to_string();
     let plan_with = |name: &str, sandbox: &str| -> anyhow::Result<Plan> {
         let file = dir.path().join(name);
         let text = format!(
             "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n\
              sandbox = \"{sandbox}\"\n",
-            b.target_dir.display().to_string()
+            modules
         );
         std::fs::write(&file, &text)?;
         Ok(Plan::load(&file)?)
@@ -129,6 +130,50 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     );
     host.shutdown();
     boxed_host.shutdown();
+    mount_rows(b, &plan_with)?;
+    Ok(())
+}
+
+/// Load + mount + cleanup of the module with the sandbox on: with the spawn
+/// probe at every mount (its stamp removed first), and with the probe
+/// skipped by this boot's stamp (see the module README).
+fn mount_rows(b: &mut Bench, plan_with: &dyn Fn(&str, &str) -> anyhow::Result<Plan>) -> anyhow::Result<()> {
+    let plan = plan_with("bash-mount.toml", "workspace-write")?;
+    let stamp = plan
+        .state_dir()
+        .join("modules/bash")
+        .join(toolhost_bash::sandbox::stamp::FILE);
+    let n = b.n(50);
+    let probed = b.time(3, n, || {
+        let _ = std::fs::remove_file(&stamp);
+        let host = Host::open(plan.clone()).expect("plan loads");
+        host.shutdown();
+    });
+    b.row(
+        "bash",
+        "load + mount + cleanup, sandbox on: spawn probe",
+        probed,
+        None,
+    );
+    if !stamp.exists() {
+        // A module without the stamp (an older build), or a probe that
+        // found a layer missing: there is no second row to measure.
+        println!(
+            "bash: no probe stamp at {}; the stamped row is skipped",
+            stamp.display()
+        );
+        return Ok(());
+    }
+    let stamped = b.time(3, n, || {
+        let host = Host::open(plan.clone()).expect("plan loads");
+        host.shutdown();
+    });
+    b.row(
+        "bash",
+        "load + mount + cleanup, sandbox on: probe skipped (stamp)",
+        stamped,
+        None,
+    );
     Ok(())
 }
 

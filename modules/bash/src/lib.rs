@@ -6,8 +6,9 @@
 //!
 //! How it fits together: [`tools`] parse input and shape results;
 //! [`policy`] checks commands on a real parse; [`process`] starts each
-//! command under a reaper (a fork of the host that makes only raw system
-//! calls) so no process can leave its tree; [`sandbox`] adds the OS walls
+//! command under a reaper (forked by a small zygote program the mount
+//! starts with `posix_spawn`; the host itself never forks) so no process
+//! can leave its tree; [`sandbox`] adds the OS walls
 //! (namespaces, Landlock, seccomp, a pids cgroup) and reports which hold;
 //! [`runner`] streams output into bounded [`output`] buffers and ends the
 //! tree with SIGTERM then SIGKILL; [`jobs`] keeps background jobs.
@@ -86,6 +87,7 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
             );
         }
         module.jobs.shutdown();
+        module.launcher.shutdown();
         // Empty once every call and job has ended (each removes its own).
         let _ = std::fs::remove_dir(&tmp_root);
     }))

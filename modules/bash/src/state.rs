@@ -12,10 +12,33 @@ use crate::env::EnvPolicy;
 use crate::jobs::Jobs;
 use crate::output::capture::Capture;
 use crate::policy::CommandPolicy;
+use crate::process::launch::{Launcher, ReaperMissing};
 use crate::process::spawn::{spawn, SpawnSpec, Spawned};
 use crate::runner::Limits;
-use crate::sandbox::{Request, Sandbox};
+use crate::sandbox::{Request, Sandbox, SandboxError};
 use crate::slots::{Slot, Slots};
+
+/// Why a mount's state cannot be set up (the mount fails with it).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The reaper program is missing.
+    #[error("bash: {0}")]
+    Reaper(#[from] ReaperMissing),
+    /// The system temp folder's path holds a NUL byte.
+    #[error("bash: the temp folder's path contains a NUL byte")]
+    TempNul,
+    /// The private temp root could not be made.
+    #[error("bash: cannot create a private temp folder under {}: {source}", dir.display())]
+    TempRoot {
+        /// The system temp folder.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The sandbox cannot be built as the plan asks.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
 
 /// The mount's shared state.
 #[derive(Debug)]
@@ -32,6 +55,8 @@ pub struct Module {
     rlimits: Vec<(libc::c_int, u64)>,
     /// The OS sandbox and which of its layers hold here.
     pub sandbox: Sandbox,
+    /// The mount's zygote, which forks every command's reaper.
+    pub launcher: Launcher,
 }
 
 impl Module {
@@ -43,10 +68,10 @@ impl Module {
         state_dir: Option<&Path>,
         working_dir: &Path,
         plan_file: Option<&Path>,
-    ) -> Result<Module, String> {
+    ) -> Result<Module, SetupError> {
         // Every command starts under the reaper program: without it no call
         // could run, so the mount says so now.
-        crate::process::launch::reaper_path().map_err(|e| format!("bash: {e}"))?;
+        crate::process::launch::reaper_path()?;
         // The module's state folder is `<host state>/modules/bash`; the
         // host's is hidden from commands (HTTP token, other modules' state),
         // so the private temp folders cannot live under it.
@@ -68,24 +93,35 @@ impl Module {
             private_temp_root()?
         };
         let tmp_root = std::path::absolute(&tmp_root).unwrap_or(tmp_root);
-        let sandbox = Sandbox::new(&Request {
-            mode: config.sandbox,
-            network: config.network,
-            writable_paths: &config.writable_paths,
-            hidden_paths: &config.hidden_paths,
-            processes: config.rlimits.processes,
-            working_dir,
-            tmp_root: tmp_root.clone(),
-            shell: &config.shell,
-            host_state_dir: host_state_dir.as_deref(),
-            plan_file,
-        })
+        let launcher = Launcher::new();
+        let sandbox = Sandbox::new(
+            &launcher,
+            &Request {
+                mode: config.sandbox,
+                network: config.network,
+                writable_paths: &config.writable_paths,
+                hidden_paths: &config.hidden_paths,
+                processes: config.rlimits.processes,
+                working_dir,
+                tmp_root: tmp_root.clone(),
+                shell: &config.shell,
+                host_state_dir: host_state_dir.as_deref(),
+                plan_file,
+                // With sandbox_required the mount itself must fail when a
+                // layer is missing, so it always probes.
+                probe_stamp: state_dir.filter(|_| !config.sandbox_required).map(|d| {
+                    let file = d.join(crate::sandbox::stamp::FILE);
+                    std::path::absolute(&file).unwrap_or(file)
+                }),
+            },
+        )
         .inspect_err(|_| {
             // Made for this mount (or empty): nothing else is in it yet.
             let _ = std::fs::remove_dir(&tmp_root);
         })?;
         Ok(Module {
             sandbox,
+            launcher,
             policy: CommandPolicy::new(
                 &config.allowed_commands,
                 &config.denied_commands,
@@ -156,10 +192,13 @@ impl Module {
             rlimits: &self.rlimits,
             confine: self.sandbox.confine(&call),
         };
-        let mut spawned = spawn(&spec).map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidInput => ToolError::invalid_input(e.to_string()),
-            _ => ToolError::new("spawn_failed", format!("could not start the command: {e}")).retryable(true),
-        })?;
+        let mut spawned = spawn(&self.launcher, &spec)
+            .inspect_err(|_| self.sandbox.distrust_probe())
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidInput => ToolError::invalid_input(e.to_string()),
+                _ => ToolError::new("spawn_failed", format!("could not start the command: {e}"))
+                    .retryable(true),
+            })?;
         spawned.cleanup = Some(Box::new(call));
         Ok(spawned)
     }
@@ -174,21 +213,21 @@ impl Module {
 /// A fresh folder of this user's only (mode 0700, unguessable name) under
 /// the system temp folder, for the calls' private temp folders: `mkdtemp`,
 /// so that no other user can plant it or a symlink in its place.
-fn private_temp_root() -> Result<PathBuf, String> {
+fn private_temp_root() -> Result<PathBuf, SetupError> {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let template = std::env::temp_dir().join("toolhost-bash-XXXXXX");
     let mut bytes = std::ffi::CString::new(template.as_os_str().as_bytes())
-        .map_err(|_| "bash: the temp folder's path contains a NUL byte".to_string())?
+        .map_err(|_| SetupError::TempNul)?
         .into_bytes_with_nul();
     // SAFETY: `bytes` is a writable NUL-terminated template ending in
     // XXXXXX, which mkdtemp rewrites in place.
     let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
     if made.is_null() {
-        return Err(format!(
-            "bash: cannot create a private temp folder under {}: {}",
-            std::env::temp_dir().display(),
-            std::io::Error::last_os_error()
-        ));
+        let source = std::io::Error::last_os_error();
+        return Err(SetupError::TempRoot {
+            dir: std::env::temp_dir(),
+            source,
+        });
     }
     bytes.pop();
     Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))

@@ -4,6 +4,7 @@
 //! are refused.
 
 use super::getopt::{self, Options};
+use super::parse::Unreadable;
 use super::words::Arg;
 use super::wrappers::{joined, Inner};
 
@@ -39,33 +40,33 @@ pub fn inner(name: &str, args: &[Arg]) -> Option<Vec<Inner>> {
                 vec![Inner::Command(rest.to_vec())]
             }
         }),
-        "source" | "." => Err(format!(
+        "source" | "." => Err(Unreadable(format!(
             "`{name}` runs the commands in a file, which the command policy cannot check before they run; \
              run those commands directly"
-        )),
-        "hash" if has_short(args, 'p') => Err(
+        ))),
+        "hash" if has_short(args, 'p') => Err(Unreadable::from(
             "`hash -p` makes a command name run another program, which the command policy cannot follow; \
              call the program by its own name"
                 .to_string(),
-        ),
-        "enable" if has_short(args, 'f') => Err(
+        )),
+        "enable" if has_short(args, 'f') => Err(Unreadable::from(
             "`enable -f` loads a builtin from a shared library, which the command policy cannot check"
                 .to_string(),
-        ),
-        "mapfile" | "readarray" if has_short(args, 'C') => Err(format!(
+        )),
+        "mapfile" | "readarray" if has_short(args, 'C') => Err(Unreadable::from(format!(
             "`{name} -C` runs a callback with the lines it reads spliced into it, which the command policy \
              cannot check; read the lines, then run the command"
-        )),
-        "fc" => Err(
+        ))),
+        "fc" => Err(Unreadable::from(
             "`fc` runs commands from the shell's history, which the command policy cannot see; run them directly"
                 .to_string(),
-        ),
+        )),
         "trap" => trap(args),
         "compgen" | "complete" => Ok(dash_big_c(args)),
         "alias" => Ok(alias(args)),
         _ => return None,
     };
-    Some(found.unwrap_or_else(|why| vec![Inner::Unknowable(why)]))
+    Some(found.unwrap_or_else(|why| vec![Inner::Unknowable(why.0)]))
 }
 
 /// Whether a short option cluster among `args` holds `c` (`-p`, `-rp`).
@@ -78,7 +79,7 @@ fn has_short(args: &[Arg], c: char) -> bool {
 }
 
 /// `trap [--] ACTION SIGNAL…`: ACTION is a script run later.
-fn trap(args: &[Arg]) -> Result<Vec<Inner>, String> {
+fn trap(args: &[Arg]) -> Result<Vec<Inner>, Unreadable> {
     let args = match args.first().and_then(Arg::lit) {
         Some("--") => &args[1..],
         // `-p`/`-l` only print.

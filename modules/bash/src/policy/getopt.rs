@@ -6,6 +6,7 @@
 //! one computed at run time, is an error: guessing its arity could make the
 //! policy check the wrong word as the command.
 
+use super::parse::Unreadable;
 use super::words::Arg;
 
 /// The options one program accepts.
@@ -76,16 +77,16 @@ impl Parsed {
 
 /// Reads `args` (the words after the program name) until the first word that
 /// is not an option, as `getopt_long` with a leading `+` does.
-pub fn parse(program: &str, opts: &Options, args: &[Arg]) -> Result<Parsed, String> {
+pub fn parse(program: &str, opts: &Options, args: &[Arg]) -> Result<Parsed, Unreadable> {
     let mut given = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let Some(w) = args[i].lit() else {
-            return Err(format!(
+            return Err(Unreadable::from(format!(
                 "`{program}` is given a word computed at run time (`{}`) where an option or the command \
                  would be, so the command policy cannot tell what it runs; write it literally",
                 args[i].display()
-            ));
+            )));
         };
         if w == "--" {
             i += 1;
@@ -110,7 +111,7 @@ pub fn parse(program: &str, opts: &Options, args: &[Arg]) -> Result<Parsed, Stri
             let (full, kind) = long_option(program, opts, name)?;
             let value = match (kind, attached) {
                 (Kind::Flag, Some(_)) => {
-                    return Err(format!("`{program} --{full}` takes no value"));
+                    return Err(Unreadable::from(format!("`{program} --{full}` takes no value")));
                 }
                 (Kind::Flag, None) | (Kind::Optional, None) => None,
                 (_, Some(v)) => Some(Arg::Lit(v.to_string())),
@@ -149,7 +150,7 @@ pub fn parse(program: &str, opts: &Options, args: &[Arg]) -> Result<Parsed, Stri
                 break;
             }
             if !opts.short_flag.contains(c) {
-                return Err(unknown(program, &name));
+                return Err(Unreadable::from(unknown(program, &name)));
             }
             given.push(Given { name, value: None });
         }
@@ -169,7 +170,7 @@ enum Kind {
 }
 
 /// Resolves a long option, abbreviations included, as `getopt_long` does.
-fn long_option(program: &str, opts: &Options, name: &str) -> Result<(&'static str, Kind), String> {
+fn long_option(program: &str, opts: &Options, name: &str) -> Result<(&'static str, Kind), Unreadable> {
     let all = opts
         .long_arg
         .iter()
@@ -188,16 +189,16 @@ fn long_option(program: &str, opts: &Options, name: &str) -> Result<(&'static st
     }
     match found.as_slice() {
         [(full, kind)] => Ok((full, *kind)),
-        [] => Err(unknown(program, &format!("--{name}"))),
-        _ => Err(format!(
+        [] => Err(Unreadable::from(unknown(program, &format!("--{name}")))),
+        _ => Err(Unreadable::from(format!(
             "`{program} --{name}` is ambiguous; write the option in full"
-        )),
+        ))),
     }
 }
 
-fn value_word(program: &str, option: &str, word: Option<&Arg>) -> Result<Arg, String> {
+fn value_word(program: &str, option: &str, word: Option<&Arg>) -> Result<Arg, Unreadable> {
     word.cloned()
-        .ok_or_else(|| format!("`{program} {option}` is missing its value"))
+        .ok_or_else(|| Unreadable(format!("`{program} {option}` is missing its value")))
 }
 
 fn unknown(program: &str, option: &str) -> String {
@@ -221,7 +222,7 @@ mod tests {
         numeric: false,
     };
 
-    fn rest(args: &str) -> Result<usize, String> {
+    fn rest(args: &str) -> Result<usize, Unreadable> {
         let words: Vec<Arg> = args.split_whitespace().map(|w| Arg::Lit(w.to_string())).collect();
         parse("timeout", &TIMEOUT, &words).map(|p| p.rest)
     }

@@ -35,9 +35,24 @@ impl Invocation {
     }
 }
 
-/// Why a command string could not be checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a command string could not be checked: what the policy cannot
+/// decide, with what to write instead. Every part of the checker (words,
+/// wrapper options, builtins) reports with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct Unreadable(pub String);
+
+impl From<String> for Unreadable {
+    fn from(why: String) -> Unreadable {
+        Unreadable(why)
+    }
+}
+
+impl From<&str> for Unreadable {
+    fn from(why: &str) -> Unreadable {
+        Unreadable(why.to_string())
+    }
+}
 
 /// Every command `text` would run, and what it does with variables (to
 /// check once the commands themselves pass).
@@ -320,7 +335,7 @@ impl Walker {
     /// Reads a word and checks the commands substituted into it.
     fn word(&mut self, raw: &str, depth: usize) -> Result<Arg, Unreadable> {
         let mut scan = WordScan::default();
-        let arg = words::read(raw, &mut scan).map_err(Unreadable)?;
+        let arg = words::read(raw, &mut scan)?;
         self.substitutions(scan, depth)?;
         Ok(arg)
     }
@@ -328,7 +343,7 @@ impl Walker {
     /// Checks free text (arithmetic, here-documents) for substitutions.
     fn text(&mut self, text: &str, depth: usize) -> R {
         let mut scan = WordScan::default();
-        words::scan_text(text, &mut scan).map_err(Unreadable)?;
+        words::scan_text(text, &mut scan)?;
         self.substitutions(scan, depth)
     }
 

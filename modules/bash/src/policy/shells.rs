@@ -106,7 +106,7 @@ pub fn su(name: &str, args: &[Arg]) -> Vec<Inner> {
         let chunk = &args[i..];
         let parsed = match getopt::parse(name, &SU, chunk) {
             Ok(p) => p,
-            Err(why) => return vec![Inner::Unknowable(why)],
+            Err(why) => return vec![Inner::Unknowable(why.0)],
         };
         for g in &parsed.given {
             match (g.name.as_str(), &g.value) {
@@ -131,7 +131,7 @@ pub fn su(name: &str, args: &[Arg]) -> Vec<Inner> {
     match script {
         Some(s) => match joined(&[s], &format!("{name} -c")) {
             Ok(found) => out.extend(found),
-            Err(why) => return vec![Inner::Unknowable(why)],
+            Err(why) => return vec![Inner::Unknowable(why.0)],
         },
         None => out.push(Inner::Unknowable(stdin_shell(name))),
     }
@@ -160,11 +160,11 @@ const SCRIPT: Options = Options {
 /// `script -c CMD` runs CMD through `$SHELL -c`; without `-c` a shell reads stdin.
 pub fn script(args: &[Arg]) -> Vec<Inner> {
     match getopt::parse("script", &SCRIPT, args) {
-        Err(why) => vec![Inner::Unknowable(why)],
+        Err(why) => vec![Inner::Unknowable(why.0)],
         Ok(parsed) => match parsed.value("-c", "--command") {
             Some(Some(cmd)) => match joined(std::slice::from_ref(cmd), "script -c") {
                 Ok(found) => found.into_iter().collect(),
-                Err(why) => vec![Inner::Unknowable(why)],
+                Err(why) => vec![Inner::Unknowable(why.0)],
             },
             _ => vec![Inner::Unknowable(stdin_shell("script"))],
         },

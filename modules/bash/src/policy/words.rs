@@ -7,6 +7,8 @@ use brush_parser::word::{
 };
 use brush_parser::ParserOptions;
 
+use super::parse::Unreadable;
+
 /// A word of a simple command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Arg {
@@ -47,7 +49,7 @@ pub struct WordScan {
 }
 
 /// Reads `raw` (a word as the parser gave it, quotes included).
-pub fn read(raw: &str, scan: &mut WordScan) -> Result<Arg, String> {
+pub fn read(raw: &str, scan: &mut WordScan) -> Result<Arg, Unreadable> {
     if raw
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+%@^".contains(&b))
@@ -68,7 +70,7 @@ pub fn read(raw: &str, scan: &mut WordScan) -> Result<Arg, String> {
 
 /// Scans free text (a here-document body, an arithmetic expression) for
 /// command substitutions, as if it were inside double quotes.
-pub fn scan_text(text: &str, scan: &mut WordScan) -> Result<(), String> {
+pub fn scan_text(text: &str, scan: &mut WordScan) -> Result<(), Unreadable> {
     if !text.contains("$(") && !text.contains('`') {
         return Ok(());
     }
@@ -83,7 +85,7 @@ fn pieces_into(
     lit: &mut String,
     dynamic: &mut bool,
     scan: &mut WordScan,
-) -> Result<(), String> {
+) -> Result<(), Unreadable> {
     for p in pieces {
         match &p.piece {
             WordPiece::Text(s) => {

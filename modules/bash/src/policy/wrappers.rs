@@ -7,6 +7,7 @@
 //! option outside the table is refused rather than guessed.
 
 use super::getopt::{self, Options};
+use super::parse::Unreadable;
 use super::words::Arg;
 use super::{builtins, shells};
 
@@ -300,31 +301,31 @@ pub fn inner(words: &[Arg]) -> Vec<Inner> {
             .map(|_| Inner::Command(args.to_vec()))
             .into_iter()
             .collect()),
-        _ if OPAQUE.contains(&name) => Err(format!(
+        _ if OPAQUE.contains(&name) => Err(Unreadable::from(format!(
             "`{name}` runs a command whose options the command policy does not read; run the command \
              directly (containment belongs to the sandbox, not to the policy)"
-        )),
+        ))),
         _ => match WRAPPERS.iter().find(|w| w.names.contains(&name)) {
             Some(w) => wrapped(name, w, args),
             None => Ok(Vec::new()),
         },
     };
-    found.unwrap_or_else(|why| vec![Inner::Unknowable(why)])
+    found.unwrap_or_else(|why| vec![Inner::Unknowable(why.0)])
 }
 
 /// A wrapper from the table: options, operands, then the command.
-fn wrapped(name: &str, w: &Wrapper, args: &[Arg]) -> Result<Vec<Inner>, String> {
+fn wrapped(name: &str, w: &Wrapper, args: &[Arg]) -> Result<Vec<Inner>, Unreadable> {
     let parsed = getopt::parse(name, &w.options, args)?;
     let mut rest = &args[parsed.rest..];
     if rest.len() < w.positional {
         return Ok(Vec::new());
     }
     if let Some(dynamic) = rest[..w.positional].iter().find(|a| a.lit().is_none()) {
-        return Err(format!(
+        return Err(Unreadable::from(format!(
             "`{name}` is given an operand computed at run time (`{}`), so the command policy cannot tell \
              where its command starts; write it literally",
             dynamic.display()
-        ));
+        )));
     }
     rest = &rest[w.positional..];
     if w.assignments {
@@ -335,7 +336,7 @@ fn wrapped(name: &str, w: &Wrapper, args: &[Arg]) -> Result<Vec<Inner>, String> 
         matches!(name, "sudo" | "doas") && (parsed.has("-s", "--shell") || parsed.has("-i", "--login"));
     match (rest.is_empty(), w.bare, shell_flag) {
         (false, _, _) => Ok(vec![Inner::Command(rest.to_vec())]),
-        (true, Bare::Shell, _) | (true, _, true) => Err(shells::stdin_shell(name)),
+        (true, Bare::Shell, _) | (true, _, true) => Err(Unreadable::from(shells::stdin_shell(name))),
         (true, Bare::Nothing, false) => Ok(Vec::new()),
     }
 }
@@ -362,7 +363,7 @@ pub fn assignment_name(word: &str) -> Option<&str> {
 }
 
 /// The words as one script (`eval a b` runs `a b`), or why not.
-pub fn joined(args: &[Arg], what: &str) -> Result<Option<Inner>, String> {
+pub fn joined(args: &[Arg], what: &str) -> Result<Option<Inner>, Unreadable> {
     if args.is_empty() {
         return Ok(None);
     }
@@ -371,10 +372,10 @@ pub fn joined(args: &[Arg], what: &str) -> Result<Option<Inner>, String> {
         match a {
             Arg::Lit(s) => text.push(s.as_str()),
             Arg::Dyn(s) => {
-                return Err(format!(
+                return Err(Unreadable::from(format!(
                     "`{what}` runs text computed at run time (`{s}`), which the command policy cannot check; \
                      write the command literally"
-                ))
+                )))
             }
         }
     }
@@ -397,7 +398,7 @@ const ENV: Options = Options {
     ..Options::NONE
 };
 
-fn env(args: &[Arg]) -> Result<Vec<Inner>, String> {
+fn env(args: &[Arg]) -> Result<Vec<Inner>, Unreadable> {
     let parsed = getopt::parse("env", &ENV, args)?;
     let mut rest = &args[parsed.rest..];
     if rest.first().and_then(Arg::lit) == Some("-") {
@@ -408,11 +409,11 @@ fn env(args: &[Arg]) -> Result<Vec<Inner>, String> {
         // `env -S` has its own escapes and `${VAR}` expansion: only plain text is read.
         let split = split.as_ref().and_then(Arg::lit).unwrap_or("\\");
         if split.contains(['\\', '$']) {
-            return Err(
+            return Err(Unreadable::from(
                 "`env -S` is given a string with escapes or `${…}`, which the command policy does not \
                  expand; write the command without `env -S`"
                     .to_string(),
-            );
+            ));
         }
         let mut words = vec![Arg::Lit(split.to_string())];
         words.extend(rest.iter().cloned());
@@ -455,7 +456,7 @@ const XARGS: Options = Options {
 
 /// `xargs CMD ARGS…` runs CMD with more arguments read from its input; with
 /// `-I R`, every R in the words is replaced by input.
-fn xargs(args: &[Arg]) -> Result<Vec<Inner>, String> {
+fn xargs(args: &[Arg]) -> Result<Vec<Inner>, Unreadable> {
     let parsed = getopt::parse("xargs", &XARGS, args)?;
     let replace = parsed
         .given
@@ -472,7 +473,11 @@ fn xargs(args: &[Arg]) -> Result<Vec<Inner>, String> {
         words.push(Arg::Lit("echo".into()));
     }
     match replace {
-        Some(None) => return Err("`xargs -I` is given a replace string computed at run time".into()),
+        Some(None) => {
+            return Err(Unreadable::from(
+                "`xargs -I` is given a replace string computed at run time",
+            ))
+        }
         Some(Some(r)) => {
             for w in &mut words {
                 if w.display().contains(r.as_str()) {
@@ -533,18 +538,18 @@ const FIND_VALUES: &[&str] = &[
 
 /// `find … -exec CMD {} ;` (and `-execdir`, `-ok`, `-okdir`) runs CMD for
 /// each file found, with `{}` replaced by its name.
-fn find(args: &[Arg]) -> Result<Vec<Inner>, String> {
+fn find(args: &[Arg]) -> Result<Vec<Inner>, Unreadable> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let Some(w) = args[i].lit() else {
             let after_value = i > 0 && args[i - 1].lit().is_some_and(|p| FIND_VALUES.contains(&p));
             if !after_value {
-                return Err(format!(
+                return Err(Unreadable::from(format!(
                     "`find` is given a word computed at run time (`{}`) that could be an action such as \
                      `-exec`; write find's expression literally",
                     args[i].display()
-                ));
+                )));
             }
             i += 1;
             continue;
@@ -588,7 +593,7 @@ const WATCH: Options = Options {
 };
 
 /// `watch CMD…` runs its words joined through `sh -c`; `-x` runs them as is.
-fn watch(args: &[Arg]) -> Result<Vec<Inner>, String> {
+fn watch(args: &[Arg]) -> Result<Vec<Inner>, Unreadable> {
     let parsed = getopt::parse("watch", &WATCH, args)?;
     let rest = &args[parsed.rest..];
     if parsed.has("-x", "--exec") {
@@ -620,7 +625,7 @@ const FLOCK: Options = Options {
 };
 
 /// `flock FILE CMD…`, `flock FILE -c 'script'`, or `flock FD`.
-fn flock(args: &[Arg]) -> Result<Vec<Inner>, String> {
+fn flock(args: &[Arg]) -> Result<Vec<Inner>, Unreadable> {
     let parsed = getopt::parse("flock", &FLOCK, args)?;
     let rest = &args[parsed.rest..];
     let script = match (parsed.value("-c", "--command"), rest.get(1).and_then(Arg::lit)) {
@@ -637,7 +642,7 @@ fn flock(args: &[Arg]) -> Result<Vec<Inner>, String> {
     };
     match script {
         Some(s) => Ok(joined(&[s], "flock -c")?.into_iter().collect()),
-        None => Err("`flock -c` has no command".into()),
+        None => Err(Unreadable::from("`flock -c` has no command")),
     }
 }
 

@@ -11,14 +11,15 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// The device nodes kept.
 const NODES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 
-/// Replaces `/dev` with the minimal tree.
-pub fn make_minimal() -> io::Result<()> {
+/// Replaces `/dev` with the minimal tree. `landlock`: the call's ruleset,
+/// not yet entered, to which a rule for the private devpts is added.
+pub fn make_minimal(landlock: Option<RawFd>) -> io::Result<()> {
     // Hold each kept node before the tmpfs hides it; bind it from
     // /proc/self/fd afterwards.
     let mut held: Vec<(&str, OwnedFd)> = Vec::with_capacity(NODES.len());
@@ -56,7 +57,10 @@ pub fn make_minimal() -> io::Result<()> {
     std::fs::create_dir("/dev/shm")?;
     // A devpts of the command's own: no host terminal is reachable. Not
     // every kernel lets a user namespace make one; then there are no ptys.
-    if mount(
+    // Landlock refuses writes outside its rules, so the private instance
+    // gets a rule of its own (nothing else in /dev is writable but the
+    // harmless devices); without it there are no ptys either.
+    let ptys = mount(
         Some("devpts"),
         "/dev/pts",
         Some("devpts"),
@@ -64,7 +68,17 @@ pub fn make_minimal() -> io::Result<()> {
         Some("newinstance,ptmxmode=0666,mode=0620"),
     )
     .is_ok()
-    {
+        && landlock.is_none_or(|ruleset| {
+            rustix::fs::open(
+                "/dev/pts",
+                rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(io::Error::from)
+            .and_then(|pts| crate::sandbox::landlock::allow_ptys(ruleset, &pts))
+            .is_ok()
+        });
+    if ptys {
         std::os::unix::fs::symlink("pts/ptmx", "/dev/ptmx")?;
     }
     for (link, to) in [

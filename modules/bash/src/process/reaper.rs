@@ -2,13 +2,14 @@
 //! no process a command starts can leave the tree, even after `setsid`,
 //! `nohup … &` or a double fork.
 //!
-//! The reaper runs in the [reaper program](super::program), a process the
-//! host starts with `posix_spawn` (never a fork of the host): nothing it
-//! does can touch the host's heap, locks or thread-locals. Its supervision
-//! loop still makes only raw system calls on data prepared up front, never
-//! allocates and cannot panic (no indexing that could fail, no `unwrap`),
-//! because the shell's child runs on its memory until `execve` and because
-//! a reaper that died of a panic would let its tree outlive the call.
+//! The reaper is a fork of the [reaper program](super::program), a small
+//! zygote the host starts once per mount with `posix_spawn` (the host is
+//! never forked): nothing it does can touch the host's heap, locks or
+//! thread-locals. Its supervision loop still makes only raw system calls on
+//! data prepared up front, never allocates and cannot panic (no indexing
+//! that could fail, no `unwrap`), because the shell's child runs on its
+//! memory until `execve` and because a reaper that died of a panic would let
+//! its tree outlive the call.
 //!
 //! With the sandbox's PID namespace the reaper is PID 1 of a fresh
 //! namespace: the kernel makes it the reaper of every orphan, refuses the
@@ -24,8 +25,8 @@
 //! `no_new_privs`, the Landlock domain and the seccomp filter, and calls
 //! `execve` while the reaper waits.
 //!
-//! Protocol with the host (fds placed by the host's `posix_spawn` file actions,
-//! see [`launch`](super::launch), and fixed again by [`main`]):
+//! Protocol with the host (fds passed to the zygote with `SCM_RIGHTS`, see
+//! [`launch`](super::launch), and moved into place by [`main`]):
 //! - fd 0, 1, 2: the shell's stdin (/dev/null), stdout and stderr pipes;
 //! - fd 3: status socket: the shell's 4-byte wait status when it exits; EOF
 //!   when the reaper exits, i.e. when no process of the tree is left (a
@@ -239,9 +240,6 @@ pub struct Prepared {
     pub shell_stack: *mut u8,
     /// The sandbox steps.
     pub setup: Setup,
-    /// Take SIGKILL when the parent dies (the reaper runs as the child of
-    /// the reaper program, in new namespaces).
-    pub die_with_parent: bool,
 }
 
 /// The kernel's `struct sigaction` (the same layout on x86_64 and aarch64).
@@ -333,11 +331,6 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
             set_handler(sig, libc::SIG_IGN);
         }
         sys!(libc::SYS_setsid);
-        if p.die_with_parent {
-            // The reaper program's outer half is the host's child; if it
-            // is killed, this (PID 1) and so the whole namespace go too.
-            sys!(libc::SYS_prctl, libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        }
         if !p.setup.pid_ns {
             sys!(libc::SYS_prctl, libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         }
@@ -347,7 +340,8 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
         }
         // The reaper is a process of its own (never the host), so these
         // may use ordinary code; the shell inherits the result.
-        if p.setup.minimal_dev && super::devfs::make_minimal().is_err() {
+        let ruleset = p.setup.landlock.then_some(LANDLOCK_FD);
+        if p.setup.minimal_dev && super::devfs::make_minimal(ruleset).is_err() {
             write_status(SETUP_FAILED | Step::Dev as u32);
             exit(0);
         }

@@ -2,8 +2,8 @@
 //! in its own session and process group, with stdin from /dev/null, a clean
 //! environment, optional resource limits and optional sandbox steps.
 //!
-//! The host builds a [`Spec`] and starts the
-//! [reaper program](super::program) with `posix_spawn`
+//! The host builds a [`Spec`] and hands it, with the fds, to the mount's
+//! [zygote](super::program), which forks the reaper
 //! ([`launch`](super::launch)); the host itself is never forked.
 
 use std::ffi::{CString, OsString};
@@ -12,7 +12,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::launch;
+use super::launch::Launcher;
 use super::spec::{SetupSpec, Spec};
 use super::tree::Tree;
 
@@ -60,7 +60,7 @@ pub struct Spawned {
 /// Starts `spec`. Fails when the host is out of fds or processes or the
 /// reaper program is missing; a shell that cannot start reports that on
 /// stderr with exit code 126/127.
-pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
+pub fn spawn(launcher: &Launcher, spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     let shell = cstring(spec.shell.as_os_str().as_bytes(), "the shell path")?;
     let argv = vec![
         shell.clone(),
@@ -107,13 +107,13 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
             .and_then(|c| c.cgroup_procs)
             .map_or(-1, |fd| fd.as_raw_fd()),
     ];
-    let pid = launch::start(fds, &wire.encode())?;
+    let started = launcher.start(fds, &wire.encode())?;
     drop((devnull, out_w, err_w, status_w, control_reaper));
     set_nonblocking(&out_r)?;
     set_nonblocking(&err_r)?;
     set_nonblocking(&status_r)?;
     Ok(Spawned {
-        tree: Tree::new(pid, status_r, control_host),
+        tree: Tree::new(started, status_r, control_host),
         stdout: out_r,
         stderr: err_r,
         cleanup: None,

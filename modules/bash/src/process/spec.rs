@@ -1,5 +1,5 @@
 //! What the host hands the reaper program: the command, its environment,
-//! limits and sandbox steps, as one byte string on a memfd.
+//! limits and sandbox steps, as one byte string sent to the zygote.
 //!
 //! The format is private to one build (host and reaper come from the same
 //! crate): a magic word, then fields in a fixed order, each a little-endian
@@ -64,7 +64,7 @@ pub struct Spec {
 }
 
 /// A spec that could not be decoded (a build mismatch between host and
-/// reaper, or a truncated memfd).
+/// reaper, or a truncated request).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SpecError {
     /// The magic word is wrong: another build's reaper.

@@ -1,4 +1,4 @@
-//! The reaper is a fork of the host: these pin down that it leaves the
+//! Spawning through the zygote: these pin down that it leaves the
 //! host's state (errno, signal handlers, mappings) alone.
 
 use std::os::fd::AsRawFd;
@@ -11,14 +11,18 @@ use super::tree::Exit;
 
 fn start(command: &str) -> Spawned {
     let env = [("PATH".into(), "/usr/bin:/bin".into())];
-    spawn(&SpawnSpec {
-        shell: Path::new("/bin/bash"),
-        command,
-        cwd: Path::new("/"),
-        env: &env,
-        rlimits: &[],
-        confine: None,
-    })
+    static LAUNCHER: std::sync::OnceLock<super::launch::Launcher> = std::sync::OnceLock::new();
+    spawn(
+        LAUNCHER.get_or_init(super::launch::Launcher::new),
+        &SpawnSpec {
+            shell: Path::new("/bin/bash"),
+            command,
+            cwd: Path::new("/"),
+            env: &env,
+            rlimits: &[],
+            confine: None,
+        },
+    )
     .expect("spawn")
 }
 

@@ -5,6 +5,7 @@
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+use super::launch::Started;
 use super::reaper::{Step, FORK_FAILED, LEFTOVERS, SETUP_FAILED};
 
 /// How a command ended.
@@ -43,6 +44,9 @@ impl Exit {
 /// A command's process tree, supervised by its reaper.
 pub struct Tree {
     reaper: libc::pid_t,
+    /// Signals the reaper (a child of the zygote, not of the host) without
+    /// naming a pid that may have been reused.
+    pidfd: Option<OwnedFd>,
     status: OwnedFd,
     control: Option<OwnedFd>,
     buf: Vec<u8>,
@@ -52,9 +56,10 @@ pub struct Tree {
 }
 
 impl Tree {
-    pub(super) fn new(reaper: libc::pid_t, status: OwnedFd, control: OwnedFd) -> Tree {
+    pub(super) fn new(reaper: Started, status: OwnedFd, control: OwnedFd) -> Tree {
         Tree {
-            reaper,
+            reaper: reaper.pid,
+            pidfd: reaper.pidfd,
             status,
             control: Some(control),
             buf: Vec::with_capacity(4),
@@ -134,10 +139,8 @@ impl Tree {
             self.exit = Some(Exit::Signal(libc::SIGKILL));
         }
         self.control = None;
-        let mut st = 0;
-        // SAFETY: waiting on our own child; it has closed its status pipe,
-        // so it is exiting and this returns at once.
-        unsafe { libc::waitpid(self.reaper, &mut st, 0) };
+        // The zygote reaps the reaper.
+        self.pidfd = None;
     }
 
     /// SIGTERM (then SIGCONT) to every process of the tree.
@@ -151,11 +154,19 @@ impl Tree {
     }
 
     fn send(&self, byte: u8) {
-        if !self.gone {
+        if let (false, Some(pidfd)) = (self.gone, &self.pidfd) {
             // A reaper stopped by its own command (possible only without the
             // sandbox's PID namespace) must wake to carry out the order.
-            // SAFETY: kill(2) on our own child, not yet reaped.
-            unsafe { libc::kill(self.reaper, libc::SIGCONT) };
+            // SAFETY: pidfd_send_signal on a pidfd we own, no siginfo.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    pidfd.as_raw_fd(),
+                    libc::SIGCONT,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
         }
         if let Some(control) = &self.control {
             // SAFETY: a one-byte send on a socket we own; MSG_NOSIGNAL keeps a
@@ -198,13 +209,8 @@ impl Drop for Tree {
     fn drop(&mut self) {
         if !self.gone && !self.kill_and_wait(Duration::from_secs(5)) {
             // Closing the control socket makes the reaper kill everything
-            // and exit on its own; reap it without blocking if it has.
+            // and exit on its own (the zygote reaps it).
             self.control = None;
-            let mut st = 0;
-            // SAFETY: non-blocking wait on our own child (if it is still
-            // running it becomes a zombie of the host, never a leak of
-            // memory: it has its own).
-            unsafe { libc::waitpid(self.reaper, &mut st, libc::WNOHANG) };
         }
     }
 }

@@ -3,6 +3,7 @@
 //! process of the command is counted, whatever its user). RLIMIT_NPROC, by
 //! contrast, is per user and does not bind root at all.
 
+use super::error::CgroupError;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -19,9 +20,8 @@ impl PidsRoot {
     /// Finds the pids controller this process is in (cgroup v1 `pids`
     /// hierarchy, or v2 with `pids` delegated) and checks a child can be
     /// made there. The error says why not.
-    pub fn find() -> Result<PidsRoot, String> {
-        let own = std::fs::read_to_string("/proc/self/cgroup")
-            .map_err(|e| format!("reading /proc/self/cgroup: {e}"))?;
+    pub fn find() -> Result<PidsRoot, CgroupError> {
+        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(CgroupError::Own)?;
         let mut candidates = Vec::new();
         for line in own.lines() {
             let mut parts = line.splitn(3, ':');
@@ -42,7 +42,7 @@ impl PidsRoot {
                 }
             }
         }
-        let mut why = String::from("no pids cgroup controller is mounted for this process");
+        let mut why = CgroupError::NoController;
         for dir in candidates {
             let root = PidsRoot { dir };
             match root.make(1) {
@@ -57,20 +57,31 @@ impl PidsRoot {
     }
 
     /// A fresh cgroup allowing `max` processes, with `cgroup.procs` open.
-    pub fn make(&self, max: u64) -> Result<PidsGroup, String> {
+    pub fn make(&self, max: u64) -> Result<PidsGroup, CgroupError> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = self.dir.join(format!("toolhost-bash-{}-{n}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir(&dir).map_err(|source| CgroupError::Io {
+            what: "create",
+            path: dir.clone(),
+            source,
+        })?;
         let mut group = PidsGroup { dir, procs: None };
         let limit = group.dir.join("pids.max");
-        std::fs::write(&limit, max.to_string())
-            .map_err(|e| format!("cannot write {}: {e}", limit.display()))?;
+        std::fs::write(&limit, max.to_string()).map_err(|source| CgroupError::Io {
+            what: "write",
+            path: limit.clone(),
+            source,
+        })?;
         let procs = OpenOptions::new()
             .write(true)
             .custom_flags(libc::O_CLOEXEC)
             .open(group.dir.join("cgroup.procs"))
-            .map_err(|e| format!("cannot open cgroup.procs in {}: {e}", group.dir.display()))?;
+            .map_err(|source| CgroupError::Io {
+                what: "open cgroup.procs in",
+                path: group.dir.clone(),
+                source,
+            })?;
         group.procs = Some(procs);
         Ok(group)
     }

@@ -10,7 +10,7 @@
 //! Landlock also confines ptrace (and so `/proc/<pid>/mem`, `/proc/<pid>/fd`)
 //! to processes of the same or a nested domain.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 use landlock::{
@@ -49,4 +49,48 @@ pub fn ruleset(writable: &[PathBuf]) -> Result<Option<OwnedFd>, RulesetError> {
 /// (Both rights stay handled, so they are refused everywhere.)
 fn writable_rights() -> landlock::BitFlags<AccessFs> {
     AccessFs::from_all(TESTED_ABI) & !(AccessFs::MakeBlock | AccessFs::MakeChar)
+}
+
+/// The kernel's `struct landlock_path_beneath_attr` (packed).
+#[repr(C, packed)]
+struct PathBeneath {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// Lets the command open and use ptys under `pts`, the private `devpts`
+/// the reaper mounted in the command's own mount namespace (it did not
+/// exist when the host built the ruleset, so no host path can name it):
+/// reads, writes and device ioctls (`TIOCGPTN`, `TIOCSPTLCK`) of the files
+/// beneath it. Called by the reaper on the call's own ruleset (`ruleset`)
+/// before the shell's child enters it. On a kernel whose Landlock does not
+/// handle device ioctls, the rule is retried without them.
+pub fn allow_ptys(ruleset: RawFd, pts: &OwnedFd) -> std::io::Result<()> {
+    let rw = AccessFs::ReadFile | AccessFs::WriteFile;
+    let mut last = std::io::Error::from_raw_os_error(libc::EINVAL);
+    for access in [rw | AccessFs::IoctlDev, rw] {
+        let attr = PathBeneath {
+            allowed_access: access.bits(),
+            parent_fd: pts.as_raw_fd(),
+        };
+        // SAFETY: landlock_add_rule reads `attr` (a live, packed struct of
+        // the kernel's layout) and the two fds; it changes only the ruleset.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset,
+                RULE_PATH_BENEATH,
+                &attr as *const PathBeneath,
+                0,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        last = std::io::Error::last_os_error();
+    }
+    Err(last)
 }

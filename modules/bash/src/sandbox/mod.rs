@@ -10,9 +10,11 @@
 
 pub mod cgroup;
 pub mod config;
+pub mod error;
 pub mod landlock;
 pub mod probe;
 pub mod seccomp;
+pub mod stamp;
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -20,11 +22,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::process::launch::Launcher;
 use crate::process::reaper::{MAX_HIDDEN, MAX_READ_ONLY};
 use crate::process::spawn::Confine;
 use crate::process::spec::SetupSpec;
 use cgroup::{PidsGroup, PidsRoot};
 pub use config::Mode;
+pub use error::{CgroupError, SandboxError};
 
 /// The layers, as the probe and the report name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,6 +85,8 @@ pub struct Sandbox {
     pids: Option<(PidsRoot, u64)>,
     tmp_root: PathBuf,
     report: Vec<ReportItem>,
+    /// The probe's stamp file, when the module has a state folder.
+    stamp: Option<PathBuf>,
 }
 
 /// What the mount asks for, from the config.
@@ -108,13 +114,16 @@ pub struct Request<'a> {
     /// The plan file (its secrets, and a command must not rewrite it):
     /// hidden like `hidden_paths`.
     pub plan_file: Option<&'a Path>,
+    /// Where the [probe's stamp](stamp) lives (the module's state folder);
+    /// `None`: probe at every mount.
+    pub probe_stamp: Option<PathBuf>,
 }
 
 impl Sandbox {
     /// Works out and probes the layers. Errors are configuration errors
     /// (a hidden path list too long); unavailable layers are reported, not
     /// errors.
-    pub fn new(req: &Request<'_>) -> Result<Sandbox, String> {
+    pub fn new(launcher: &Launcher, req: &Request<'_>) -> Result<Sandbox, SandboxError> {
         let mut report = Vec::new();
         let resolve = |p: &Path| -> PathBuf {
             let expanded = match (p.strip_prefix("~"), std::env::var_os("HOME")) {
@@ -127,10 +136,7 @@ impl Sandbox {
         let writable: Vec<PathBuf> = req.writable_paths.iter().map(|p| resolve(p)).collect();
         for p in &writable {
             if !p.is_dir() {
-                return Err(format!(
-                    "bash: writable_paths entry {} is not an existing folder",
-                    p.display()
-                ));
+                return Err(SandboxError::NotAFolder(p.clone()));
             }
         }
         let mut hidden: Vec<(CString, bool)> = Vec::new();
@@ -150,8 +156,10 @@ impl Sandbox {
         });
         if let Some(p) = plan_in_reach {
             read_only.push(
-                CString::new(p.as_os_str().as_bytes())
-                    .map_err(|_| format!("bash: the plan's path {} contains a NUL byte", p.display()))?,
+                CString::new(p.as_os_str().as_bytes()).map_err(|_| SandboxError::Nul {
+                    what: "the plan's path",
+                    path: p.clone(),
+                })?,
             );
         }
         let plan_hidden = plan.clone().filter(|_| plan_in_reach.is_none());
@@ -165,14 +173,16 @@ impl Sandbox {
             let Ok(meta) = std::fs::metadata(&path) else {
                 continue; // nothing there to hide
             };
-            let c = CString::new(path.as_os_str().as_bytes())
-                .map_err(|_| format!("bash: hidden_paths entry {} contains a NUL byte", p.display()))?;
+            let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::Nul {
+                what: "hidden_paths entry",
+                path: p.to_path_buf(),
+            })?;
             if !hidden.iter().any(|(h, _)| *h == c) {
                 hidden.push((c, meta.is_dir()));
             }
         }
         if hidden.len() > MAX_HIDDEN {
-            return Err(format!("bash: at most {MAX_HIDDEN} hidden_paths may exist"));
+            return Err(SandboxError::TooManyHidden);
         }
         let mut sandbox = Sandbox {
             mode: req.mode,
@@ -185,6 +195,7 @@ impl Sandbox {
             pids: None,
             tmp_root: req.tmp_root.clone(),
             report: Vec::new(),
+            stamp: req.probe_stamp.clone(),
         };
         if req.mode == Mode::Off {
             report.push(ReportItem {
@@ -248,7 +259,7 @@ impl Sandbox {
                     sandbox.pids = Some((root, max.saturating_add(1)));
                     want.cgroup = true;
                 }
-                Err(e) => why.push(("cgroup", e)),
+                Err(e) => why.push(("cgroup", e.to_string())),
             }
         }
         match seccomp::program(false) {
@@ -272,7 +283,25 @@ impl Sandbox {
                 why.push(("landlock", e.to_string()));
             }
         }
-        let layers = probe::settle(&mut sandbox, want, req, &mut why);
+        let key = stamp::key(req, &want, &sandbox.hidden, &sandbox.read_only, &sandbox.writable);
+        let stamped = match (&sandbox.stamp, &key) {
+            (Some(path), Some(key)) => stamp::matches(path, key),
+            _ => false,
+        };
+        let mut full = want;
+        full.seccomp_net = !req.network && !want.net_ns && want.seccomp;
+        let layers = if stamped && sandbox.install_seccomp(&full).is_ok() {
+            full
+        } else {
+            let before = why.len();
+            let layers = probe::settle(launcher, &mut sandbox, want, req, &mut why);
+            if let (Some(path), Some(key), true) =
+                (&sandbox.stamp, &key, layers == full && why.len() == before)
+            {
+                stamp::write(path, key);
+            }
+            layers
+        };
         sandbox.layers = layers;
         sandbox.report = probe::report(
             req,
@@ -282,7 +311,29 @@ impl Sandbox {
             &sandbox.hidden,
             &sandbox.read_only,
         );
+        if stamped && layers == full {
+            if let Some(path) = &sandbox.stamp {
+                sandbox.report.push(ReportItem {
+                    name: "layer probe".into(),
+                    state: "active",
+                    detail: format!(
+                        "every layer held in a spawn probe earlier this boot with this kernel, user, sysctls and \
+                         plan (stamp {}; a call that finds a layer missing is refused and removes it, so the next \
+                         mount probes again)",
+                        path.display()
+                    ),
+                });
+            }
+        }
         Ok(sandbox)
+    }
+
+    /// A layer the probe (or its stamp) promised failed at a call: the next
+    /// mount probes again.
+    pub fn distrust_probe(&self) {
+        if let Some(path) = &self.stamp {
+            stamp::forget(path);
+        }
     }
 
     /// Whether the sandbox is on at all.
@@ -310,9 +361,9 @@ impl Sandbox {
         self.report.iter().filter(|r| r.state == "unavailable").collect()
     }
 
-    fn install_seccomp(&mut self, layers: &Layers) -> Result<(), String> {
+    fn install_seccomp(&mut self, layers: &Layers) -> Result<(), SandboxError> {
         self.seccomp = if layers.seccomp {
-            let compiled = seccomp::program(layers.seccomp_net).map_err(|e| e.to_string())?;
+            let compiled = seccomp::program(layers.seccomp_net)?;
             seccomp::PREFIX
                 .iter()
                 .copied()
@@ -330,11 +381,11 @@ impl Sandbox {
     }
 
     /// What one call needs before the fork. `cwd` is the call's folder.
-    pub fn prepare(&self, cwd: &Path) -> Result<CallBox, String> {
+    pub fn prepare(&self, cwd: &Path) -> Result<CallBox, SandboxError> {
         self.prepare_with(cwd, &self.layers)
     }
 
-    fn prepare_with(&self, cwd: &Path, layers: &Layers) -> Result<CallBox, String> {
+    fn prepare_with(&self, cwd: &Path, layers: &Layers) -> Result<CallBox, SandboxError> {
         let mut call = CallBox::default();
         if self.mode == Mode::Off {
             return Ok(call);
@@ -347,7 +398,10 @@ impl Sandbox {
                 use std::os::unix::fs::DirBuilderExt;
                 std::fs::DirBuilder::new().mode(0o700).create(&tmp)
             })
-            .map_err(|e| format!("cannot create the private temp folder {}: {e}", tmp.display()))?;
+            .map_err(|source| SandboxError::TempFolder {
+                path: tmp.clone(),
+                source,
+            })?;
         call.tmp = Some(tmp.clone());
         if layers.landlock {
             let mut writable = vec![tmp];
@@ -355,10 +409,9 @@ impl Sandbox {
                 writable.push(cwd.to_path_buf());
                 writable.extend(self.writable.iter().cloned());
             }
-            call.landlock =
-                landlock::ruleset(&writable).map_err(|e| format!("building the Landlock rules: {e}"))?;
+            call.landlock = landlock::ruleset(&writable)?;
             if call.landlock.is_none() {
-                return Err("Landlock disappeared since the mount".into());
+                return Err(SandboxError::LandlockGone);
             }
         }
         if layers.cgroup {

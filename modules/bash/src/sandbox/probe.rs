@@ -6,7 +6,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Layers, ReportItem, Request, Sandbox};
+use super::{Layers, ReportItem, Request, Sandbox, SandboxError};
+use crate::process::launch::Launcher;
 use crate::process::reaper::Step;
 use crate::process::spawn::{spawn, SpawnSpec};
 use crate::process::tree::Exit;
@@ -18,10 +19,10 @@ const PROBE_BOUND: Duration = Duration::from_secs(10);
 enum Probe {
     Ran(Exit),
     CloneFailed(std::io::Error),
-    Prepare(String),
+    Prepare(SandboxError),
 }
 
-fn run(sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
+fn run(launcher: &Launcher, sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
     let call = match sandbox.prepare_with(req.working_dir, layers) {
         Ok(c) => c,
         Err(e) => return Probe::Prepare(e),
@@ -38,7 +39,7 @@ fn run(sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
         rlimits: &[],
         confine: sandbox.confine(&call),
     };
-    let mut spawned = match spawn(&spec) {
+    let mut spawned = match spawn(launcher, &spec) {
         Ok(s) => s,
         Err(e) => return Probe::CloneFailed(e),
     };
@@ -61,6 +62,7 @@ fn run(sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
 
 /// Drops unavailable layers until a probe runs clean; returns what holds.
 pub(super) fn settle(
+    launcher: &Launcher,
     sandbox: &mut Sandbox,
     want: Layers,
     req: &Request<'_>,
@@ -71,10 +73,10 @@ pub(super) fn settle(
         layers.seccomp_net = !req.network && !layers.net_ns && layers.seccomp;
         if let Err(e) = sandbox.install_seccomp(&layers) {
             layers.seccomp = false;
-            why.push(("seccomp", e));
+            why.push(("seccomp", e.to_string()));
             continue;
         }
-        let outcome = match run(sandbox, &layers, req) {
+        let outcome = match run(launcher, sandbox, &layers, req) {
             Probe::Ran(Exit::SandboxFailed(Step::Clone)) => Probe::CloneFailed(std::io::Error::other(
                 "the kernel refused to start the reaper in these namespaces",
             )),
@@ -104,7 +106,7 @@ pub(super) fn settle(
                     Step::Hidden => {
                         // Skip the paths that cannot be covered, not the
                         // whole mount namespace (and every other path).
-                        if !skip_uncoverable(sandbox, &layers, req, why) {
+                        if !skip_uncoverable(launcher, sandbox, &layers, req, why) {
                             why.push(("mount_ns", "covering a hidden path failed".into()));
                             layers.mount_ns = false;
                             layers.proc = false;
@@ -152,7 +154,7 @@ pub(super) fn settle(
                 let alone = |f: fn(&mut Layers)| {
                     let mut only = Layers::default();
                     f(&mut only);
-                    matches!(run(sandbox, &only, req), Probe::Ran(Exit::Code(0)))
+                    matches!(run(launcher, sandbox, &only, req), Probe::Ran(Exit::Code(0)))
                 };
                 let mut dropped = false;
                 if layers.net_ns && !alone(|l| l.net_ns = true) {
@@ -177,10 +179,22 @@ pub(super) fn settle(
                     drop_namespaces(&mut layers);
                 }
             }
-            Probe::Prepare(e) => {
-                why.push(("landlock", e));
+            // Drop the layer whose per-call resource could not be made;
+            // anything else (no temp folder) leaves no layer standing.
+            Probe::Prepare(e @ (SandboxError::Landlock(_) | SandboxError::LandlockGone)) => {
+                why.push(("landlock", e.to_string()));
                 layers.landlock = false;
+            }
+            Probe::Prepare(e @ SandboxError::Cgroup(_)) => {
+                why.push(("cgroup", e.to_string()));
                 layers.cgroup = false;
+            }
+            Probe::Prepare(e) => {
+                why.push((
+                    "sandbox",
+                    format!("a command's sandbox cannot be prepared ({e}); every layer is off"),
+                ));
+                return Layers::default();
             }
             Probe::Ran(other) => {
                 why.push((
@@ -202,6 +216,7 @@ pub(super) fn settle(
 /// (reported under `hidden`). False when every path covers alone (the
 /// failure is elsewhere), so nothing was dropped.
 fn skip_uncoverable(
+    launcher: &Launcher,
     sandbox: &mut Sandbox,
     layers: &Layers,
     req: &Request<'_>,
@@ -212,7 +227,7 @@ fn skip_uncoverable(
     let mut skipped = false;
     for h in all {
         sandbox.hidden = vec![h.clone()];
-        if matches!(run(sandbox, layers, req), Probe::Ran(Exit::Code(0))) {
+        if matches!(run(launcher, sandbox, layers, req), Probe::Ran(Exit::Code(0))) {
             kept.push(h);
         } else {
             skipped = true;
@@ -395,7 +410,8 @@ pub(super) fn report(
     out.push(item(
         "devices (minimal /dev)",
         l.dev && l.mount_ns,
-        "only null, zero, full, random, urandom, tty, a private devpts and an empty shm: no disk or host terminal"
+        "only null, zero, full, random, urandom, tty, a private devpts (ptys work) and an empty shm: no disk or host \
+         terminal"
             .into(),
         why,
         &["dev", "mount_ns", "user_ns"],

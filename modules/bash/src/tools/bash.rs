@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use toolhost_core::{Context, Effect, Level, Tool, ToolError, ToolSpec};
 
+use crate::process::tree::Exit;
 use crate::runner::{self, Stop, Stream};
 use crate::state::Module;
 use crate::tools::result;
@@ -137,6 +138,9 @@ impl Tool for Bash {
         };
         let outcome = runner::drive(spawned, &mut sink, &should_stop, m.limits());
         drop(slot);
+        if matches!(outcome.exit, Some(Exit::SandboxFailed(_))) {
+            m.sandbox.distrust_probe();
+        }
         let host_deadline = ctx.remaining().is_some_and(|left| left <= DEADLINE_SLACK);
         let mut out = result::finished(&stdout, &stderr, &outcome, m.config.max_output_bytes);
         if asked > timeout_secs {
