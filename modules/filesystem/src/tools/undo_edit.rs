@@ -6,7 +6,7 @@ use serde::Deserialize;
 use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 
 use crate::atomic::{self, Existing};
-use crate::guard::{hold, Stamp};
+use crate::guard::{hold, Seen};
 use crate::history::Recorded;
 use crate::state::State;
 
@@ -78,7 +78,10 @@ impl Tool for UndoEdit {
                 ))
             }
         };
-        if Stamp::of(&stat) != entry.after {
+        let unchanged = entry
+            .after
+            .matches(&stat, || crate::snapshot::read(&target, &stat))?;
+        if unchanged.is_err() {
             return Err(ToolError::new(
                 "changed_since_edit",
                 format!(
@@ -98,8 +101,9 @@ impl Tool for UndoEdit {
         };
         let restored = atomic::write(&target, &before, Some(&stat), &state.pending)
             .map_err(|e| atomic::write_error(&display, e))?;
-        state.reads.record(session, &target.key, &restored);
-        let left = state.history.pop(session, &target.key, Some(&restored));
+        let seen = Seen::written(&restored, &before);
+        state.reads.record(session, &target.key, seen);
+        let left = state.history.pop(session, &target.key, Some(seen));
         let more = match left {
             0 => "nothing earlier is left to undo".to_string(),
             1 => "1 earlier change can still be undone".to_string(),
