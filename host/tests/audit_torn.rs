@@ -134,3 +134,47 @@ fn a_torn_line_without_a_restart_record_mid_file_fails_verify() {
         "{out}"
     );
 }
+
+#[test]
+fn a_record_write_cut_short_by_a_full_disk_leaves_no_fragment() {
+    use std::os::unix::process::CommandExt;
+
+    let env = Env::new(&audited_plan());
+    echo(&env, "fits");
+    let log = env.path().join("audit.jsonl");
+    let size = std::fs::metadata(&log).expect("log").len();
+    // The next record can be written only in part: a file size limit 40
+    // bytes past the end (what a full disk does to one write), with
+    // SIGXFSZ ignored so the write returns short instead of killing.
+    let limit = size + 40;
+    let mut cmd = env.command();
+    cmd.args(["call", "write_key", r#"{"key":"k","ms":0}"#]);
+    // SAFETY: only async-signal-safe calls (setrlimit, signal) run between
+    // fork and exec, on values computed before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let rlim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &rlim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let refused = common::Called::from_output(cmd.output().expect("run toolhost"));
+    assert_eq!(
+        refused.result["error"]["code"], "audit_unavailable",
+        "{}",
+        refused.result
+    );
+    // The partial line was cut back: the log is as it was, whole lines only.
+    let text = log_text(&env);
+    assert_eq!(text.len() as u64, size, "a fragment was left:\n{text}");
+    echo(&env, "after");
+    let (code, out) = verify(&env);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("torn"), "{out}");
+}
