@@ -231,19 +231,15 @@ impl Chain {
             torn_sha256: &torn.sha256,
             torn_bytes: torn.bytes,
         })?;
-        match self.sink.close_torn(torn, &line) {
-            Ok(()) => {
-                tracing::warn!(
-                    torn_bytes = torn.bytes,
-                    "the audit log ended in a torn line (a writer was killed mid-write); a restart record naming it follows it"
-                );
-                self.advance(&line);
-                Ok(())
-            }
-            // Torn differently by now (another writer): the caller retries.
-            Err(AuditSinkError::TornTail(_)) => Ok(()),
-            Err(e) => Err(e),
+        if self.sink.close_torn(torn, &line)? {
+            tracing::warn!(
+                torn_bytes = torn.bytes,
+                "the audit log ended in a torn line (a writer was killed mid-write); a restart record naming it follows it"
+            );
+            self.advance(&line);
         }
+        // Otherwise the log was reopened meanwhile: the caller appends again.
+        Ok(())
     }
 }
 

@@ -139,18 +139,15 @@ impl AuditSink for FileSink {
         self.write_line(open, close, line)
     }
 
-    fn close_torn(&self, torn: &Torn, line: &str) -> Result<(), AuditSinkError> {
+    fn close_torn(&self, torn: &Torn, line: &str) -> Result<bool, AuditSinkError> {
         let mut guard = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let open = self.current(&mut guard)?;
-        match &open.torn {
-            Some(now) if now == torn => self.write_line(open, true, line),
-            Some(now) => Err(AuditSinkError::TornTail(now.clone())),
-            // Not torn (any more): the restart record is a plain record.
-            None => {
-                let close = open.needs_newline;
-                self.write_line(open, close, line)
-            }
+        if open.torn.as_ref() != Some(torn) {
+            // Reopened onto another file meanwhile (rotation): nothing to
+            // close here; the record is appended again and finds out.
+            return Ok(false);
         }
+        self.write_line(open, true, line).map(|()| true)
     }
 
     fn last(&self) -> Result<Option<String>, AuditSinkError> {

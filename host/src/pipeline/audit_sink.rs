@@ -53,13 +53,13 @@ pub trait AuditSink: Send + Sync {
 
     /// Ends the torn fragment `torn` with a newline and appends `line` (the
     /// restart record naming it) in one write, so a torn line is always the
-    /// last line of the file or followed by its restart record. Refused with
-    /// [`AuditSinkError::TornTail`] when the log no longer ends in `torn`.
-    /// Sinks that store whole records (PostgreSQL rows) never tear and never
-    /// need it.
-    fn close_torn(&self, torn: &Torn, line: &str) -> Result<(), AuditSinkError> {
-        let _ = torn;
-        self.append(line)
+    /// last line of the file or followed by its restart record. `Ok(false)`,
+    /// with nothing written, when the log no longer ends in `torn` (it was
+    /// rotated meanwhile): the caller appends its record again. Sinks that
+    /// store whole records (PostgreSQL rows) never tear and never get here.
+    fn close_torn(&self, torn: &Torn, line: &str) -> Result<bool, AuditSinkError> {
+        let _ = (torn, line);
+        Ok(false)
     }
 
     /// The last record stored by this host, so a restarted host continues its
