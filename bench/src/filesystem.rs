@@ -102,6 +102,19 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         Some(Duration::from_micros(50)),
     );
 
+    // write_file replacing a 4 KiB file (read-before-write off in this plan;
+    // the written content's fingerprint is still taken for the next check).
+    let write_input = json!({"file_path": "written_4k.txt", "content": file4k});
+    let stats = b.time(100, b.n(2_000), || {
+        std::hint::black_box(call("write_file", write_input.clone()));
+    });
+    b.row(
+        "filesystem",
+        "write_file 4 KiB (replace) through the pipeline (in-process)",
+        stats,
+        None,
+    );
+
     let grep_input =
         json!({"pattern": PATTERN, "path": "tree", "output_mode": "content", "head_limit": 10000});
     let first = call("grep", grep_input.clone());

@@ -36,7 +36,8 @@ pub(super) fn run(args: &AuditArgs) -> ExitCode {
     };
     for at in &report.torn {
         print_stdout(&format!(
-            "torn  {at}: not a record (a writer was killed mid-write); skipped, the chain links around it"
+            "torn  {at}: not a record (a writer was killed mid-write); accepted where a crash leaves one \
+             (the file's last line, or right before the restart record naming it)"
         ));
     }
     if report.unchained > 0 {

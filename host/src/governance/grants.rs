@@ -226,19 +226,7 @@ pub fn check(
         .filter(|g| g.principal == principal && g.covers(tool))
         .collect();
     if candidates.is_empty() {
-        return Err(refuse(
-            format!(
-                "principal '{principal}' has no grant for '{}'; ask the operator for a [[grants]] entry \
-                 with principal = \"{principal}\" and a `tools` glob matching it",
-                tool.name()
-            ),
-            json!({
-                "reason": "no_grant",
-                "principal": principal,
-                "tool": tool.name(),
-                "missing_grant": { "principal": principal, "tools": [tool.name()] },
-            }),
-        ));
+        return Err(no_grant(principal, tool.name(), id));
     }
     let mut first_problem = None;
     for grant in &candidates {
@@ -285,6 +273,35 @@ pub fn check(
         ),
         details,
     ))
+}
+
+/// The `no_grant` refusal for `name` as the caller wrote it. Stage 1 gives
+/// it for a tool the principal's grants do not cover *and* for a name that
+/// does not exist outside them, so the answer does not say which it was.
+pub fn no_grant(principal: &str, name: &str, id: &str) -> ToolResult {
+    ToolResult::failure(
+        id,
+        Status::PolicyDenied,
+        GRANT_MISSING,
+        format!(
+            "principal '{principal}' has no grant for '{name}'; ask the operator for a [[grants]] entry \
+             with principal = \"{principal}\" and a `tools` glob matching it"
+        ),
+    )
+    .with_details(json!({
+        "reason": "no_grant",
+        "principal": principal,
+        "tool": name,
+        "missing_grant": { "principal": principal, "tools": [name] },
+    }))
+}
+
+/// Whether one of `principal`'s grants has a glob matching `name` (a name
+/// that may not exist: stage 1 answers `unknown_tool` only inside them).
+pub fn covers_name(grants: &[Grant], principal: &str, name: &str) -> bool {
+    grants
+        .iter()
+        .any(|g| g.principal == principal && g.tools.is_match(name))
 }
 
 /// Whether `principal` may see `tool` in a listing: no grants at all, or a

@@ -124,12 +124,31 @@ pub struct AuditRecord<'a> {
 
 /// A record with its chain link, as stored.
 #[derive(Serialize)]
-struct Linked<'a, 'r> {
+struct Linked<'a, R: Serialize> {
     seq: u64,
     prev_sha256: &'a str,
     #[serde(flatten)]
-    record: &'a AuditRecord<'r>,
+    record: &'a R,
 }
+
+/// The record a host writes right after the torn fragment a killed writer
+/// left at the end of the log: it links to the last whole record like any
+/// other (so it is tamper-evident) and names the fragment, which is how
+/// `audit verify` tells a crash's torn line from an inserted one.
+#[derive(Serialize)]
+pub struct RestartRecord<'a> {
+    /// Milliseconds since the Unix epoch.
+    pub ts_unix_ms: u128,
+    /// Always [`RESTART_EVENT`].
+    pub event: &'a str,
+    /// SHA-256 of the torn line's bytes (without its newline).
+    pub torn_sha256: &'a str,
+    /// The torn line's length in bytes.
+    pub torn_bytes: u64,
+}
+
+/// `event` of a [`RestartRecord`].
+pub const RESTART_EVENT: &str = "restart_after_torn_line";
 
 impl AuditLog {
     /// A log over `sink`, continuing the chain from the sink's last record
@@ -159,18 +178,67 @@ impl AuditLog {
     /// Links, serializes and stores one record. `Ok` only once the sink
     /// stored it; on error the chain stays where it was, so the next record
     /// that is stored links to the last one that was.
+    ///
+    /// When the sink says the log ends in a torn fragment (a writer was
+    /// killed mid-line), a [`RestartRecord`] naming it goes first, written
+    /// with the newline that closes the fragment.
     pub fn append(&self, record: &AuditRecord<'_>) -> Result<(), AuditSinkError> {
         let mut chain = self.chain.lock().unwrap_or_else(PoisonError::into_inner);
+        // Bounded: each round closes one fragment; a log torn again at once
+        // (another writer killed meanwhile) is retried once more, then the
+        // record is refused.
+        for _ in 0..3 {
+            let line = chain.link(record)?;
+            match chain.sink.append(&line) {
+                Ok(()) => {
+                    chain.advance(&line);
+                    return Ok(());
+                }
+                Err(AuditSinkError::TornTail(torn)) => chain.restart(&torn)?,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(AuditSinkError::Unavailable(
+            "the audit log keeps ending in torn lines (writers killed mid-write); the record was not written"
+                .into(),
+        ))
+    }
+}
+
+impl Chain {
+    /// The record's line, linked to the chain's head.
+    fn link<R: Serialize>(&self, record: &R) -> Result<String, AuditSinkError> {
         let linked = Linked {
-            seq: chain.next_seq,
-            prev_sha256: &chain.prev,
+            seq: self.next_seq,
+            prev_sha256: &self.prev,
             record,
         };
-        let line = serde_json::to_string(&linked)
-            .map_err(|e| AuditSinkError::Unavailable(format!("cannot serialize an audit record: {e}")))?;
-        chain.sink.append(&line)?;
-        chain.prev = sha256_hex(line.as_bytes());
-        chain.next_seq += 1;
+        serde_json::to_string(&linked)
+            .map_err(|e| AuditSinkError::Unavailable(format!("cannot serialize an audit record: {e}")))
+    }
+
+    /// The line was stored: it is the new head.
+    fn advance(&mut self, line: &str) {
+        self.prev = sha256_hex(line.as_bytes());
+        self.next_seq += 1;
+    }
+
+    /// Closes a torn fragment with the restart record naming it.
+    fn restart(&mut self, torn: &super::audit_sink::Torn) -> Result<(), AuditSinkError> {
+        let line = self.link(&RestartRecord {
+            ts_unix_ms: now_ms(),
+            event: RESTART_EVENT,
+            torn_sha256: &torn.sha256,
+            torn_bytes: torn.bytes,
+        })?;
+        if self.sink.close_torn(torn, &line)? {
+            tracing::warn!(
+                torn_bytes = torn.bytes,
+                "the audit log ended in a torn line (a writer was killed mid-write); a restart record naming it follows it"
+            );
+            self.advance(&line);
+        }
+        // Otherwise the log was reopened meanwhile: the caller appends again.
         Ok(())
     }
 }

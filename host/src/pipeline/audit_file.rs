@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use super::audit_sink::{AuditSink, AuditSinkError};
+use super::audit_sink::{AuditSink, AuditSinkError, Torn};
 
 /// Set by SIGHUP: the next append reopens the path whatever it is.
 static REOPEN: AtomicBool = AtomicBool::new(false);
@@ -35,9 +35,12 @@ struct Open {
     file: File,
     /// Device and inode of `file`, to notice a rename.
     id: (u64, u64),
-    /// A write failed part-way: the file may end in a fragment, so the next
-    /// record must start on a line of its own.
-    maybe_torn: bool,
+    /// The file ends in a torn fragment (found at open, or left by a failed
+    /// write that could not be cut back): the next line must be the restart
+    /// record naming it.
+    torn: Option<Torn>,
+    /// The file ends in a whole record without its newline.
+    needs_newline: bool,
 }
 
 impl FileSink {
@@ -47,10 +50,11 @@ impl FileSink {
     ///
     /// A process killed inside a write (`kill -9`, power loss) can leave the
     /// log ending in a torn record with no newline. That fragment is kept
-    /// (an audit log is never rewritten) but closed with a newline, so it
-    /// stays one line that is not JSON and every later record is a whole
-    /// line of its own; a warning says so. `toolhost audit verify` reports
-    /// such lines and checks that the chain skips them intact.
+    /// (an audit log is never rewritten); the first append after it writes
+    /// a newline and a restart record naming the fragment (its SHA-256 and
+    /// length) in one write, so a torn line is only ever the last line of a
+    /// file or the line right before its restart record. `toolhost audit
+    /// verify` accepts torn lines in exactly those two places.
     pub fn open(path: &Path) -> Result<FileSink, AuditSinkError> {
         let open = open_path(path)?;
         Ok(FileSink {
@@ -77,30 +81,73 @@ impl FileSink {
         }
         Ok(open)
     }
-}
 
-impl AuditSink for FileSink {
-    fn append(&self, line: &str) -> Result<(), AuditSinkError> {
-        let mut guard = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let open = self.current(&mut guard)?;
+    /// Writes `line` and a newline (after a newline closing `torn`/the last
+    /// record when `close`) in one write. A write that fails part-way is cut
+    /// back to where it began, so a failed record leaves no fragment; when
+    /// even that fails, the fragment is remembered as torn.
+    fn write_line(&self, open: &mut Open, close: bool, line: &str) -> Result<(), AuditSinkError> {
         let mut bytes = Vec::with_capacity(line.len() + 2);
-        if open.maybe_torn && ends_torn(&open.file).map_err(|e| self.io(e))? {
+        if close {
             bytes.push(b'\n');
         }
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
         // One write on an O_APPEND file: concurrent writers never interleave
         // inside a line.
-        match open.file.write_all(&bytes) {
-            Ok(()) => {
-                open.maybe_torn = false;
-                Ok(())
+        let mut written = 0;
+        let failure = loop {
+            if written == bytes.len() {
+                break None;
             }
-            Err(e) => {
-                open.maybe_torn = true;
-                Err(self.io(e))
+            match open.file.write(&bytes[written..]) {
+                Ok(0) => break Some(std::io::Error::from(std::io::ErrorKind::WriteZero)),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Some(e),
+            }
+        };
+        let Some(error) = failure else {
+            open.torn = None;
+            open.needs_newline = false;
+            return Ok(());
+        };
+        if written > 0 {
+            let cut = open
+                .file
+                .metadata()
+                .and_then(|m| open.file.set_len(m.len().saturating_sub(written as u64)));
+            if cut.is_err() {
+                // The fragment stays: the next append must name it.
+                let (torn, needs_newline) = tail_state(&open.file).map_err(|e| self.io(e))?;
+                open.torn = torn;
+                open.needs_newline = needs_newline;
             }
         }
+        Err(self.io(error))
+    }
+}
+
+impl AuditSink for FileSink {
+    fn append(&self, line: &str) -> Result<(), AuditSinkError> {
+        let mut guard = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let open = self.current(&mut guard)?;
+        if let Some(torn) = &open.torn {
+            return Err(AuditSinkError::TornTail(torn.clone()));
+        }
+        let close = open.needs_newline;
+        self.write_line(open, close, line)
+    }
+
+    fn close_torn(&self, torn: &Torn, line: &str) -> Result<bool, AuditSinkError> {
+        let mut guard = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let open = self.current(&mut guard)?;
+        if open.torn.as_ref() != Some(torn) {
+            // Reopened onto another file meanwhile (rotation): nothing to
+            // close here; the record is appended again and finds out.
+            return Ok(false);
+        }
+        self.write_line(open, true, line).map(|()| true)
     }
 
     fn last(&self) -> Result<Option<String>, AuditSinkError> {
@@ -137,37 +184,66 @@ fn open_path(path: &Path) -> Result<Open, AuditSinkError> {
             ));
         }
     }
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
         .create(true)
         .append(true)
         .read(true)
         .open(path)
         .map_err(|e| io(path, e))?;
-    if ends_torn(&file).map_err(|e| io(path, e))? {
+    let (torn, needs_newline) = tail_state(&file).map_err(|e| io(path, e))?;
+    if let Some(torn) = &torn {
         tracing::warn!(
             log = %path.display(),
-            "the audit log ended in a torn record (a process was killed while writing it); it is closed with a newline and later records start on their own line"
+            torn_bytes = torn.bytes,
+            "the audit log ends in a torn record (a process was killed while writing it); the next record is preceded by a restart record naming it"
         );
-        file.write_all(b"\n").map_err(|e| io(path, e))?;
     }
     let meta = file.metadata().map_err(|e| io(path, e))?;
     Ok(Open {
         file,
         id: (meta.dev(), meta.ino()),
-        maybe_torn: false,
+        torn,
+        needs_newline,
     })
 }
 
-/// Whether a non-empty file's last byte is not a newline.
-fn ends_torn(file: &File) -> std::io::Result<bool> {
+/// How the file ends: in a torn fragment (its hash and length), in a whole
+/// record without its newline (`true`), or cleanly.
+fn tail_state(file: &File) -> std::io::Result<(Option<Torn>, bool)> {
     use std::os::unix::fs::FileExt;
     let len = file.metadata()?.len();
     if len == 0 {
-        return Ok(false);
+        return Ok((None, false));
     }
     let mut last = [0u8; 1];
     file.read_exact_at(&mut last, len - 1)?;
-    Ok(last[0] != b'\n')
+    if last[0] == b'\n' {
+        return Ok((None, false));
+    }
+    // Read back to the last newline, in growing chunks.
+    let mut chunk: u64 = 4096;
+    let fragment = loop {
+        let start = len.saturating_sub(chunk);
+        let mut buf = vec![0u8; (len - start) as usize];
+        file.read_exact_at(&mut buf, start)?;
+        if let Some(nl) = buf.iter().rposition(|b| *b == b'\n') {
+            break buf.split_off(nl + 1);
+        }
+        if start == 0 {
+            break buf;
+        }
+        chunk = chunk.saturating_mul(4);
+    };
+    if let Ok(serde_json::Value::Object(_)) = serde_json::from_slice(&fragment) {
+        return Ok((None, true));
+    }
+    Ok((
+        Some(Torn {
+            sha256: super::audit::sha256_hex(&fragment),
+            bytes: fragment.len() as u64,
+        }),
+        false,
+    ))
 }
 
 /// The last line of the file that is a JSON object (torn fragments are

@@ -26,6 +26,20 @@ pub enum AuditSinkError {
     /// may succeed.
     #[error("the audit store is unreachable: {0}")]
     Unavailable(String),
+    /// Nothing was written: the log ends in a torn fragment (a writer was
+    /// killed mid-line), and the next line must be the restart record that
+    /// names it ([`AuditSink::close_torn`]), never a record glued to it.
+    #[error("the audit log ends in a torn line of {} bytes", .0.bytes)]
+    TornTail(Torn),
+}
+
+/// A fragment a killed writer left at the end of the log: not a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Torn {
+    /// SHA-256 (hex) of the fragment's bytes.
+    pub sha256: String,
+    /// Its length in bytes.
+    pub bytes: u64,
 }
 
 /// Stores audit records in order. One sink per host process; the chain it
@@ -36,6 +50,17 @@ pub trait AuditSink: Send + Sync {
     /// `Ok` only once the record is stored (written to the file, or
     /// committed).
     fn append(&self, line: &str) -> Result<(), AuditSinkError>;
+
+    /// Ends the torn fragment `torn` with a newline and appends `line` (the
+    /// restart record naming it) in one write, so a torn line is always the
+    /// last line of the file or followed by its restart record. `Ok(false)`,
+    /// with nothing written, when the log no longer ends in `torn` (it was
+    /// rotated meanwhile): the caller appends its record again. Sinks that
+    /// store whole records (PostgreSQL rows) never tear and never get here.
+    fn close_torn(&self, torn: &Torn, line: &str) -> Result<bool, AuditSinkError> {
+        let _ = (torn, line);
+        Ok(false)
+    }
 
     /// The last record stored by this host, so a restarted host continues its
     /// chain instead of starting a new one. `None` for an empty log.

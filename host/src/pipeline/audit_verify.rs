@@ -11,16 +11,25 @@
 //! those.
 //!
 //! Torn lines: a host killed inside a write leaves a fragment that is not
-//! JSON; the next host closes it with a newline and links its first record
-//! to the last whole one. Verify reports such lines and accepts them when
-//! the chain around them is intact (the fragment was never a stored
-//! record: nothing links to it).
+//! JSON. The next host to append closes it with a newline and, in the same
+//! write, a restart record (`event` = `restart_after_torn_line`) that links
+//! to the last whole record and names the fragment's SHA-256 and length. So
+//! a line that is not a record is accepted in exactly two places: as the
+//! last line of a file (a crash nobody has appended after yet), or right
+//! before the restart record naming it. Anywhere else it is reported as
+//! tampering with its line number: inserted garbage cannot hide behind the
+//! torn-write excuse. (Logs written before the restart record existed, whose
+//! torn lines are followed by an ordinary record, fail here.)
+//!
+//! The PostgreSQL sink stores each record as one row in one committed
+//! statement: its lines are whole or absent, never torn, so an export of
+//! its rows in `seq` order must verify with no torn line at all.
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::audit::{sha256_hex, GENESIS};
+use super::audit::{sha256_hex, GENESIS, RESTART_EVENT};
 
 /// Where the chain stands after a verified prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +73,13 @@ pub struct VerifyError {
     pub error: std::io::Error,
 }
 
+/// A line that is not a record, waiting for the restart record naming it.
+struct Fragment {
+    at: String,
+    sha256: String,
+    bytes: u64,
+}
+
 /// Verifies `files` in order as one chain.
 pub fn verify(files: &[&Path]) -> Result<Report, VerifyError> {
     let mut report = Report::default();
@@ -87,15 +103,45 @@ pub fn verify_text(name: &str, text: &[u8], report: &mut Report) {
     if ends_with_newline {
         lines.pop();
     }
+    let mut fragment: Option<Fragment> = None;
     for (i, line) in lines.iter().enumerate() {
         let at = format!("{name}:{}", i + 1);
         let record = match serde_json::from_slice::<Value>(line) {
             Ok(Value::Object(map)) => map,
             _ => {
-                report.torn.push(at);
+                if let Some(earlier) = fragment {
+                    report.broken = Some(not_torn(&earlier.at));
+                    return;
+                }
+                fragment = Some(Fragment {
+                    at,
+                    sha256: sha256_hex(line),
+                    bytes: line.len() as u64,
+                });
                 continue;
             }
         };
+        let restart = record.get("event").and_then(Value::as_str) == Some(RESTART_EVENT);
+        match fragment.take() {
+            Some(torn) => {
+                let names_it = restart
+                    && record.get("torn_sha256").and_then(Value::as_str) == Some(torn.sha256.as_str())
+                    && record.get("torn_bytes").and_then(Value::as_u64) == Some(torn.bytes);
+                if !names_it {
+                    report.broken = Some(not_torn(&torn.at));
+                    return;
+                }
+                report.torn.push(torn.at);
+            }
+            None if restart => {
+                report.broken = Some(format!(
+                    "{at}: a restart record, but the line before it is not the torn line it names \
+                     (that line was removed or replaced)"
+                ));
+                return;
+            }
+            None => {}
+        }
         let (Some(seq), Some(prev)) = (
             record.get("seq").and_then(Value::as_u64),
             record.get("prev_sha256").and_then(Value::as_str),
@@ -136,6 +182,19 @@ pub fn verify_text(name: &str, text: &[u8], report: &mut Report) {
         report.records += 1;
         report.head = Some(Head { seq, sha256: sha });
     }
+    // A fragment left over is the file's last line: a crash nobody has
+    // appended after yet.
+    if let Some(torn) = fragment {
+        report.torn.push(torn.at);
+    }
+}
+
+/// The finding for a line that is not a record where no crash leaves one.
+fn not_torn(at: &str) -> String {
+    format!(
+        "{at}: not a record, and not where a crash leaves a torn line (the last line of a file, or \
+         right before the restart record naming it): inserted or altered by hand"
+    )
 }
 
 /// Why a record with `seq` and `prev` does not follow `head`, if it does not.
@@ -224,13 +283,56 @@ mod tests {
         assert!(check(&[old, forged]).broken.is_some());
     }
 
+    /// `chain(n)` with a restart record naming `torn` appended.
+    fn restarted(n: u64, torn: &str) -> Vec<String> {
+        let mut lines = chain(n);
+        let prev = sha256_hex(lines[lines.len() - 1].as_bytes());
+        lines.push(torn.to_string());
+        lines.push(format!(
+            r#"{{"seq":{n},"prev_sha256":"{prev}","event":"{RESTART_EVENT}","torn_sha256":"{}","torn_bytes":{}}}"#,
+            sha256_hex(torn.as_bytes()),
+            torn.len()
+        ));
+        let prev = sha256_hex(lines[lines.len() - 1].as_bytes());
+        lines.push(format!(
+            r#"{{"seq":{},"prev_sha256":"{prev}","tool":"after"}}"#,
+            n + 1
+        ));
+        lines
+    }
+
     #[test]
-    fn torn_lines_are_reported_and_skipped() {
-        let mut lines = chain(3);
-        lines.insert(2, r#"{"seq":2,"prev_sh"#.into());
-        let report = check(&lines);
+    fn a_torn_line_passes_only_last_or_before_its_restart_record() {
+        let torn = r#"{"seq":2,"prev_sh"#;
+        // Followed by the restart record naming it.
+        let report = check(&restarted(2, torn));
         assert_eq!(report.broken, None);
         assert_eq!(report.torn, vec!["log:3".to_string()]);
-        assert_eq!(report.records, 3);
+        assert_eq!(report.records, 4);
+        // As the last line of the file.
+        let mut last = chain(3);
+        last.push(torn.into());
+        let report = check(&last);
+        assert_eq!((report.broken, report.torn.len()), (None, 1));
+        // Inserted mid-file, with the chain around it intact.
+        let mut inserted = chain(3);
+        inserted.insert(2, "garbage".into());
+        let broken = check(&inserted).broken.expect("inserted line found");
+        assert!(broken.starts_with("log:3: not a record"), "{broken}");
+        // Replaced by another fragment: the restart record no longer names it.
+        let mut swapped = restarted(2, torn);
+        swapped[2] = r#"{"seq":2,"prev_sX"#.into();
+        let broken = check(&swapped).broken.expect("swapped fragment found");
+        assert!(broken.starts_with("log:3: not a record"), "{broken}");
+        // The torn line removed: the restart record names a missing line.
+        let mut removed = restarted(2, torn);
+        removed.remove(2);
+        let broken = check(&removed).broken.expect("removed fragment found");
+        assert!(broken.starts_with("log:3: a restart record"), "{broken}");
+        // Two fragments in a row: the first is not where a crash leaves one.
+        let mut two = restarted(2, torn);
+        two.insert(2, "junk".into());
+        let broken = check(&two).broken.expect("second fragment found");
+        assert!(broken.starts_with("log:3: not a record"), "{broken}");
     }
 }

@@ -1,11 +1,12 @@
 //! The execution pipeline every call goes through, in the order of
 //! DESIGN.md:
 //!
-//! 1. [`resolve`] a name or alias to a tool;
+//! 1. [`resolve`] a name or alias to a tool for the calling principal, and
+//!    check its grant ([`crate::governance::grants`]): a tool its grants do
+//!    not cover is refused exactly like a name that does not exist;
 //! 2. [`validate`] the input against its schema;
 //! 3. [`policy`] decides allow / ask / deny (and approval), after the
-//!    principal's grants ([`crate::governance::grants`]) and the tool's
-//!    deprecation ([`crate::governance::deprecation`]) are checked;
+//!    tool's deprecation ([`crate::governance::deprecation`]) is checked;
 //! 4. [`hooks`] `tool:pre` may deny or rewrite the input (validated again);
 //! 5. [`schedule`] orders a batch into conflict-free groups;
 //! 6. [`execute`] on a blocking thread under deadline and cancel token (one
@@ -188,9 +189,11 @@ impl Pipeline {
     pub fn visible(&self, principal: Option<&str>, name: &str) -> bool {
         let governance = &self.host.plan.governance;
         let principal = principal.unwrap_or(&governance.host_principal);
-        self.host
-            .tool(name)
-            .is_none_or(|tool| crate::governance::grants::visible(&governance.grants, principal, &tool))
+        // `resolve`, not `tool`: an alias profile listed under its own name
+        // is hidden with its tool.
+        self.host.resolve(name).is_none_or(|resolved| {
+            crate::governance::grants::visible(&governance.grants, principal, &resolved.tool)
+        })
     }
 
     /// The host the pipeline runs against.
@@ -256,29 +259,42 @@ impl Pipeline {
         mut call: Call,
         trace: &mut Trace,
     ) -> Result<Prepared, ToolResult> {
-        // 1. resolve
-        let resolved = resolve::call(&self.host, id, &call.name)?;
-        let tool = resolved.tool.clone();
-        trace.tool = Some(tool.clone());
-        // 2. validate (an alias profile's input is mapped to the canonical one)
+        // 1. resolve the name for this principal, then its grant: a tool
+        // the principal's grants do not cover is refused like a name that
+        // does not exist, before its schema can show in a validation error.
+        // (The request ids are checked first: the grant counts per run.)
         trace.decision = "invalid";
-        call.input = validate_alias::call(&resolved, &call.name, id, std::mem::take(&mut call.input))?;
-        if trace.input_for_key.is_some() {
-            trace.input_for_key = Some(call.input.clone());
-        }
         crate::governance::request::check(&call.context).map_err(|e| {
             ToolResult::failure(id, Status::ValidationError, codes::INVALID_INPUT, e.to_string())
         })?;
-        // 3. grants, deprecation, then the policy rules (and approval)
+        let grants = &self.host.plan.governance.grants;
+        let resolved = resolve::for_principal(&self.host, grants, &trace.principal, id, &call.name)
+            .inspect_err(|r| {
+                let code = r.error.as_ref().map(|e| e.code.as_str());
+                trace.decision = if code == Some(crate::governance::grants::GRANT_MISSING) {
+                    "grant_denied"
+                } else {
+                    "unknown"
+                };
+            })?;
+        let tool = resolved.tool.clone();
+        trace.tool = Some(tool.clone());
         trace.decision = "grant_denied";
         trace.grant = crate::governance::grants::check(
-            &self.host.plan.governance.grants,
+            grants,
             &self.run_counts,
             &trace.principal,
             &call.context,
             &tool,
             id,
         )?;
+        // 2. validate (an alias profile's input is mapped to the canonical one)
+        trace.decision = "invalid";
+        call.input = validate_alias::call(&resolved, &call.name, id, std::mem::take(&mut call.input))?;
+        if trace.input_for_key.is_some() {
+            trace.input_for_key = Some(call.input.clone());
+        }
+        // 3. deprecation, then the policy rules (and approval)
         trace.decision = "deprecated";
         trace.deprecation = crate::governance::deprecation::check(&tool, id)?;
         trace.decision = "deny";

@@ -172,8 +172,10 @@ pub fn write(
         let mut file = std::fs::File::from(fd.try_clone()?);
         file.write_all(content)?;
         rustix::fs::fsync(&fd)?;
-        let stat = rustix::fs::fstat(&fd)?;
         rustix::fs::renameat(&target.dir, tmp.as_os_str(), &target.dir, target.name.as_os_str())?;
+        // Stated after the rename, which sets the inode's ctime: the stamp
+        // the guard and undo_edit keep includes ctime.
+        let stat = rustix::fs::fstat(&fd)?;
         Ok(stat)
     })();
     match result {

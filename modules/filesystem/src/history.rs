@@ -12,9 +12,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use rustix::fs::Stat;
-
-use crate::guard::Stamp;
+use crate::guard::Seen;
 
 /// Entries kept per session.
 pub const MAX_ENTRIES: usize = 100;
@@ -31,7 +29,7 @@ pub struct Entry {
     /// Its content before the change; `None` when the change created it.
     pub before: Option<Vec<u8>>,
     /// The file as the change left it: an undo refuses a file changed since.
-    pub after: Stamp,
+    pub after: Seen,
 }
 
 impl Entry {
@@ -81,13 +79,13 @@ impl History {
     }
 
     /// Records that `session` changed `key` from `before` (None: created) to
-    /// the state `after`.
+    /// the version `after`.
     pub fn record(
         &self,
         session: Option<&str>,
         key: &Path,
         before: Option<Vec<u8>>,
-        after: &Stat,
+        after: Seen,
     ) -> Recorded {
         let mut inner = self.lock();
         inner.clock += 1;
@@ -108,7 +106,7 @@ impl History {
         let entry = Entry {
             key: key.to_path_buf(),
             before,
-            after: Stamp::of(after),
+            after,
         };
         if entry.weight() > MAX_BYTES {
             history.drop_file(key);
@@ -133,10 +131,10 @@ impl History {
     }
 
     /// Removes the newest entry of `key` (after an undo restored it) and
-    /// stamps the one before it with the restored file's state, so a second
-    /// undo can step further back. Returns how many entries of the file are
-    /// left.
-    pub fn pop(&self, session: Option<&str>, key: &Path, restored: Option<&Stat>) -> usize {
+    /// stamps the one before it with the restored file's version, so a
+    /// second undo can step further back. Returns how many entries of the
+    /// file are left.
+    pub fn pop(&self, session: Option<&str>, key: &Path, restored: Option<Seen>) -> usize {
         let mut inner = self.lock();
         inner.clock += 1;
         let now = inner.clock;
@@ -156,7 +154,7 @@ impl History {
             if !stamped {
                 stamped = true;
                 match restored {
-                    Some(stat) => entry.after = Stamp::of(stat),
+                    Some(seen) => entry.after = seen,
                     // The file is gone (an undone create): nothing older can
                     // be restored over it safely.
                     None => left = 0,
@@ -183,9 +181,13 @@ impl History {
         }
     }
 
-    /// Forgets a session's history (its session ended).
-    pub fn forget_session(&self, session: &str) {
-        self.lock().sessions.remove(session);
+    /// Forgets a session's history (its session ended); returns how many
+    /// entries went.
+    pub fn forget_session(&self, session: &str) -> usize {
+        self.lock()
+            .sessions
+            .remove(session)
+            .map_or(0, |s| s.entries.len())
     }
 }
 
@@ -193,8 +195,10 @@ impl History {
 mod tests {
     use super::*;
 
-    fn stat_of(path: &Path) -> Stat {
-        rustix::fs::stat(path).unwrap_or_else(|e| panic!("{e}"))
+    fn stat_of(path: &Path) -> Seen {
+        let stat = rustix::fs::stat(path).unwrap_or_else(|e| panic!("{e}"));
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{e}"));
+        Seen::written(&stat, &bytes)
     }
 
     #[test]
@@ -206,18 +210,18 @@ mod tests {
         }
         let h = History::default();
         let key = Path::new("/k");
-        h.record(None, key, Some(b"v0".to_vec()), &stat_of(&a));
-        h.record(None, key, Some(b"v1".to_vec()), &stat_of(&b));
-        assert_eq!(h.pop(None, key, Some(&stat_of(&c))), 1);
+        h.record(None, key, Some(b"v0".to_vec()), stat_of(&a));
+        h.record(None, key, Some(b"v1".to_vec()), stat_of(&b));
+        assert_eq!(h.pop(None, key, Some(stat_of(&c))), 1);
         let left = h.last(None, key).unwrap_or_else(|| panic!("one entry is left"));
         assert_eq!(
             left.after,
-            Stamp::of(&stat_of(&c)),
+            stat_of(&c),
             "a second undo must accept the restored file"
         );
         assert_eq!(left.before.as_deref(), Some(&b"v0"[..]));
         // An undone create leaves nothing older to restore over the gap.
-        h.record(None, key, None, &stat_of(&a));
+        h.record(None, key, None, stat_of(&a));
         assert_eq!(h.pop(None, key, None), 0);
         assert!(h.last(None, key).is_none());
     }
@@ -230,13 +234,13 @@ mod tests {
         let stat = stat_of(&file);
         let h = History::default();
         for i in 0..MAX_ENTRIES + 5 {
-            h.record(Some("a"), &file, Some(vec![i as u8]), &stat);
+            h.record(Some("a"), &file, Some(vec![i as u8]), stat);
         }
         let count = |h: &History, s: &str| h.lock().sessions.get(s).map_or(0, |s| s.entries.len());
         assert_eq!(count(&h, "a"), MAX_ENTRIES);
         // Bytes: two entries of 20 MiB do not fit in 32 MiB.
-        h.record(Some("b"), &file, Some(vec![0; 20 << 20]), &stat);
-        h.record(Some("b"), &file, Some(vec![1; 20 << 20]), &stat);
+        h.record(Some("b"), &file, Some(vec![0; 20 << 20]), stat);
+        h.record(Some("b"), &file, Some(vec![1; 20 << 20]), stat);
         assert_eq!(count(&h, "b"), 1);
         assert_eq!(
             h.last(Some("b"), &file).and_then(|e| e.before).map(|b| b[0]),
@@ -244,13 +248,13 @@ mod tests {
         );
         // Too large: not saved, and the file's older entries dropped.
         assert_eq!(
-            h.record(Some("b"), &file, Some(vec![0; MAX_BYTES + 1]), &stat),
+            h.record(Some("b"), &file, Some(vec![0; MAX_BYTES + 1]), stat),
             Recorded::TooLarge
         );
         assert!(h.last(Some("b"), &file).is_none());
         // Sessions: the least recently used one goes.
         for i in 0..MAX_SESSIONS + 3 {
-            h.record(Some(&format!("s{i}")), &file, None, &stat);
+            h.record(Some(&format!("s{i}")), &file, None, stat);
         }
         assert!(h.lock().sessions.len() <= MAX_SESSIONS);
         assert!(

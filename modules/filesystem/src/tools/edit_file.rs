@@ -187,10 +187,11 @@ impl Tool for EditFile {
         }
         let new_stat = atomic::write(target, current.as_bytes(), Some(&stat), &state.pending)
             .map_err(|e| atomic::write_error(display, e))?;
-        state.reads.record(ctx.session_id(), &target.key, &new_stat);
+        let seen = crate::guard::Seen::written(&new_stat, current.as_bytes());
+        state.reads.record(ctx.session_id(), &target.key, seen);
         let saved = state
             .history
-            .record(ctx.session_id(), &target.key, Some(bytes), &new_stat);
+            .record(ctx.session_id(), &target.key, Some(bytes), seen);
         let plural = if count == 1 { "" } else { "s" };
         let edits_note = if multi {
             format!(" from {} edits", edits.len())

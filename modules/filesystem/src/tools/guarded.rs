@@ -82,13 +82,23 @@ pub fn require_read(
     if !state.config.require_read_before_write {
         return Ok(());
     }
-    match state.reads.check(session, &target.key, stat) {
+    let content = || crate::snapshot::read(target, stat);
+    match state.reads.check(session, &target.key, stat, content) {
         Ok(()) => Ok(()),
         Err(Stale::NotRead) => Err(ToolError::with_status(
             Status::PolicyDenied,
             "read_before_write",
             format!(
                 "{} already exists and has not been read in this session; call read_file on it first, then retry this change",
+                target.display
+            ),
+        )),
+        Err(Stale::Unreadable(e)) => Err(e),
+        Err(Stale::Unverifiable) => Err(ToolError::with_status(
+            Status::PolicyDenied,
+            "read_before_write",
+            format!(
+                "{} changed moments before you read it and is too large to fingerprint, so this change cannot be checked against what you saw; call read_file on it again in a few seconds, then retry",
                 target.display
             ),
         )),

@@ -84,7 +84,7 @@ impl Tool for ReadFile {
         }
         self.state
             .reads
-            .record(ctx.session_id(), &handle.real, &handle.stat);
+            .record_read(ctx.session_id(), &handle.real, &handle.stat, &handle.fd);
         let size = handle.stat.st_size.max(0) as u64;
         let mut file = File::from(handle.fd);
         // A file the stat says is shorter than the sniff is read at that

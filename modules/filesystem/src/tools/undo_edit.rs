@@ -7,7 +7,7 @@ use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
 
 use super::guarded::{existing_file, open_locked, remove};
 use crate::atomic;
-use crate::guard::Stamp;
+use crate::guard::Seen;
 use crate::history::Recorded;
 use crate::state::State;
 
@@ -74,7 +74,10 @@ impl Tool for UndoEdit {
                 format!("{display} no longer exists; there is nothing to revert it over"),
             )
         })?;
-        if Stamp::of(&stat) != entry.after {
+        let unchanged = entry
+            .after
+            .matches(&stat, || crate::snapshot::read(target, &stat))?;
+        if unchanged.is_err() {
             return Err(ToolError::new(
                 "changed_since_edit",
                 format!(
@@ -93,8 +96,9 @@ impl Tool for UndoEdit {
         };
         let restored = atomic::write(target, &before, Some(&stat), &state.pending)
             .map_err(|e| atomic::write_error(display, e))?;
-        state.reads.record(session, &target.key, &restored);
-        let left = state.history.pop(session, &target.key, Some(&restored));
+        let seen = Seen::written(&restored, &before);
+        state.reads.record(session, &target.key, seen);
+        let left = state.history.pop(session, &target.key, Some(seen));
         let more = match left {
             0 => "nothing earlier is left to undo".to_string(),
             1 => "1 earlier change can still be undone".to_string(),

@@ -70,15 +70,16 @@ impl Tool for WriteFile {
         };
         let stat = atomic::write(target, input.content.as_bytes(), keep, &state.pending)
             .map_err(|e| atomic::write_error(&target.display, e))?;
-        state.reads.record(ctx.session_id(), &target.key, &stat);
+        let seen = crate::guard::Seen::written(&stat, input.content.as_bytes());
+        state.reads.record(ctx.session_id(), &target.key, seen);
         let saved = match (keep, before) {
             (Some(_), None) => crate::history::Recorded::TooLarge,
             (Some(_), Some(before)) => {
                 state
                     .history
-                    .record(ctx.session_id(), &target.key, Some(before), &stat)
+                    .record(ctx.session_id(), &target.key, Some(before), seen)
             }
-            (None, _) => state.history.record(ctx.session_id(), &target.key, None, &stat),
+            (None, _) => state.history.record(ctx.session_id(), &target.key, None, seen),
         };
         if saved == crate::history::Recorded::TooLarge {
             state.history.forget_file_in(ctx.session_id(), &target.key);
