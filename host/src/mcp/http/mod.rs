@@ -10,6 +10,7 @@
 //! for Nagle's delayed ACK, 10–60× slower than stdio).
 
 mod accept;
+pub mod direct;
 mod priming;
 pub mod sessions;
 
@@ -108,6 +109,8 @@ struct Routing {
     /// Refusals are logged at most once per window (a flood must not flood
     /// the log as well).
     refusals: std::sync::Mutex<accept::RateLimitedLog>,
+    /// The fast path for plain `tools/call`s in a session.
+    direct: Arc<direct::Direct>,
     /// Held from the cap check until rmcp has registered the new session:
     /// without it two `initialize` calls racing for the last place both
     /// saw room and the server held one session past its cap.
@@ -143,6 +146,14 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Opti
     let manager = Arc::new(manager);
     let calls = SessionCalls::for_host(pipeline.host().clone());
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
+    let direct = Arc::new(direct::Direct::new(
+        pipeline.clone(),
+        calls.clone(),
+        manager.clone(),
+        shutdown.clone(),
+        loopback,
+        MAX_BODY,
+    ));
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
@@ -154,8 +165,14 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Opti
         max_sessions: options.max_sessions,
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
+        direct: direct.clone(),
     });
-    let sweeper = tokio::spawn(sessions::sweep(calls, manager, sweep_every(options.session_idle)));
+    let sweeper = tokio::spawn(sessions::sweep(
+        calls,
+        direct,
+        manager,
+        sweep_every(options.session_idle),
+    ));
     eprintln!(
         "toolhost: serving MCP over streamable HTTP at http://{local}{ENDPOINT}{}",
         if routing.token.is_some() {
@@ -257,6 +274,15 @@ async fn route(routing: &Routing, mut request: Request<Incoming>) -> Response<Bo
             response
         }
         (&Method::POST, None) => new_session(routing, request).await,
+        (&Method::POST, Some(session)) => {
+            let version = priming::version_of(request.headers(), None);
+            let response = match routing.direct.post(request, &session).await {
+                direct::Outcome::Answered(response) => return response,
+                direct::Outcome::Rmcp(request) => routing.mcp.handle(request).await,
+                direct::Outcome::RmcpRead(request) => routing.mcp.handle(request).await,
+            };
+            without_priming_unless(&version, response)
+        }
         (_, _) => {
             let version = priming::version_of(request.headers(), None);
             without_priming_unless(&version, routing.mcp.handle(request).await)
@@ -285,7 +311,7 @@ async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<
     };
     let asked = asked_version(&bytes);
     let version = priming::version_of(&parts.headers, asked.as_deref());
-    let request = Request::from_parts(parts, Full::new(bytes));
+    let request = Request::from_parts(parts, Full::new(bytes.clone()));
     // The decisive look: under the admission lock, held until rmcp has
     // created the session (it does so before it answers the initialize).
     let admitted = routing.admission.lock().await;
@@ -294,6 +320,15 @@ async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<
     }
     let response = routing.mcp.handle(request).await;
     drop(admitted);
+    if response.status().is_success() {
+        if let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            routing.direct.learn(id, &bytes);
+        }
+    }
     without_priming_unless(&version, response)
 }
 
