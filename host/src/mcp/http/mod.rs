@@ -78,8 +78,38 @@ impl Options {
     }
 }
 
+/// Why the HTTP server did not start (each is the user's to fix).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address is no socket address and the resolver failed.
+    #[error("cannot resolve the address '{addr}': {source} (use HOST:PORT, e.g. 127.0.0.1:8080)")]
+    Resolve {
+        /// As given.
+        addr: String,
+        /// The resolver's answer.
+        source: std::io::Error,
+    },
+    /// The name resolves to no address.
+    #[error("the address '{0}' resolves to nothing")]
+    NoAddress(String),
+    /// The port is taken, or not ours to bind.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// Where.
+        addr: SocketAddr,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The bound socket would not name its address.
+    #[error("cannot read the bound address: {0}")]
+    LocalAddr(std::io::Error),
+    /// No token to check requests against.
+    #[error(transparent)]
+    Token(#[from] auth::TokenError),
+}
+
 /// Resolves the address: a bare port (or `:PORT`) means loopback.
-pub async fn resolve(addr: &str) -> Result<SocketAddr, String> {
+pub async fn resolve(addr: &str) -> Result<SocketAddr, ServeError> {
     let addr = addr.trim();
     let port_only = addr.strip_prefix(':').unwrap_or(addr);
     if let Ok(port) = port_only.parse::<u16>() {
@@ -90,11 +120,12 @@ pub async fn resolve(addr: &str) -> Result<SocketAddr, String> {
     }
     tokio::net::lookup_host(addr)
         .await
-        .map_err(|e| {
-            format!("cannot resolve the address '{addr}': {e} (use HOST:PORT, e.g. 127.0.0.1:8080)")
+        .map_err(|source| ServeError::Resolve {
+            addr: addr.to_string(),
+            source,
         })?
         .next()
-        .ok_or_else(|| format!("the address '{addr}' resolves to nothing"))
+        .ok_or_else(|| ServeError::NoAddress(addr.to_string()))
 }
 
 /// What every connection's requests are routed with.
@@ -119,15 +150,17 @@ struct Routing {
 
 /// Serves until `shutdown` fires. Errors are for the user (bad address, no
 /// token off loopback, port taken, token file not writable).
-pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Options) -> Result<(), String> {
+pub async fn serve(
+    pipeline: Arc<Pipeline>,
+    shutdown: CancelToken,
+    options: Options,
+) -> Result<(), ServeError> {
     let addr = resolve(&options.addr).await?;
     let loopback = auth::is_loopback(&addr);
     let listener = TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        .map_err(|source| ServeError::Listen { addr, source })?;
+    let local = listener.local_addr().map_err(ServeError::LocalAddr)?;
     let token = options
         .access
         .token(loopback, &pipeline.host().plan.state_dir(), local.port())?;
