@@ -225,3 +225,34 @@ def test_the_fast_path_answers_like_rmcps_path(tmp_path):
     assert any(r.get("status") == "approval_required" for r in fast_audit)
     elicited = dict((s, a) for s, _, a in fast.answers)["elicited call"]
     assert any(m.get("method") == "elicitation/create" for m in elicited), elicited
+
+
+def test_fast_calls_keep_their_session_alive_and_idle_ones_expire(workspace):
+    """rmcp's worker does not see fast calls; the session must still count
+    them as activity (and still expire once they stop)."""
+    import time
+
+    from harness import wait_until
+    from test_http_abuse import call, open_session, rpc_messages, start
+
+    ws = workspace()
+    server = start(ws, "--session-idle-secs", "2")
+    try:
+        with httpx2.Client(timeout=10) as client:
+            sid = open_session(client, server.url)
+            end = time.monotonic() + 5  # two and a half idle periods of calls
+            rid = 10
+            while time.monotonic() < end:
+                rid += 1
+                answer = call(client, server.url, sid, "echo", {"message": "busy"}, rid=rid)
+                assert answer.status_code == 200, (rid, answer.status_code, answer.text)
+                assert answer.headers["content-type"] == "application/json"
+                assert rpc_messages(answer)[0]["result"]["structuredContent"]["message"] == "busy"
+
+            def expired() -> bool:
+                return call(client, server.url, sid, "echo", {"message": "late"}, rid=rid + 1).status_code == 404
+
+            # Each probe is itself activity: probe only after an idle period.
+            assert wait_until(lambda: time.sleep(2.5) or expired(), timeout=15)
+    finally:
+        server.stop()
