@@ -256,3 +256,50 @@ def test_fast_calls_keep_their_session_alive_and_idle_ones_expire(workspace):
             assert wait_until(lambda: time.sleep(2.5) or expired(), timeout=15)
     finally:
         server.stop()
+
+
+def cancelled_call(tmp_path: Path, name: str, direct: bool) -> tuple[int, list, list[str], str]:
+    """A write_key call cancelled by its client once its intent is on
+    record: the POST's status and messages, the call's records, and how the
+    answer was framed."""
+    from harness import wait_until
+
+    folder = tmp_path / name
+    folder.mkdir()
+    ws = Workspace(folder, plan(["fixture"]))
+    env = {} if direct else {"TOOLHOST_MCP_HTTP_DIRECT": "off"}
+    server = HttpServer(ws, f"127.0.0.1:{free_port()}", token=TOKEN, extra_env=env)
+    try:
+        assert server.url, server.stderr()
+        peer = Peer(server.url)
+        s = peer.initialize("initialize")
+        answer = {}
+        running = threading.Thread(
+            target=lambda: answer.setdefault("r", peer.post("call", call(5, "write_key", {"key": "k", "ms": 60_000}), s)),
+            daemon=True,
+        )
+        running.start()
+
+        def records(phase=None):
+            return [r["status"] for r in ws.audit_records() if r.get("tool") == "write_key" and r.get("phase") == phase]
+
+        assert wait_until(lambda: records("intent"), timeout=10), ws.audit_records()
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5, "reason": "enough"}}
+        assert peer.post("cancel", cancel, s).status_code == 202
+        assert wait_until(lambda: records() == ["cancelled"], timeout=10), ws.audit_records()
+        running.join(timeout=10)
+        assert not running.is_alive(), "the cancelled call's POST was never answered"
+        # The session lives on.
+        assert peer.post("after", call(6, "echo", {"message": "after"}), s).status_code == 200
+        response = answer["r"]
+        return response.status_code, messages(response), records(), response.headers.get("content-type", "")
+    finally:
+        server.stop()
+
+
+def test_a_call_its_client_cancels_ends_alike_on_both_paths(tmp_path):
+    need_module("fixture")
+    fast = cancelled_call(tmp_path, "direct", direct=True)
+    slow = cancelled_call(tmp_path, "rmcp", direct=False)
+    # No message for a request its client cancelled, on either path.
+    assert fast[:3] == slow[:3] == (200, [], ["cancelled"])
