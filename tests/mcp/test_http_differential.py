@@ -303,3 +303,46 @@ def test_a_call_its_client_cancels_ends_alike_on_both_paths(tmp_path):
     slow = cancelled_call(tmp_path, "rmcp", direct=False)
     # No message for a request its client cancelled, on either path.
     assert fast[:3] == slow[:3] == (200, [], ["cancelled"])
+
+
+def abandoned_call(tmp_path: Path, name: str, direct: bool) -> list[str]:
+    """The records of a write_key call whose client hung up mid-call (its
+    session still open)."""
+    import socket
+    from urllib.parse import urlparse
+
+    from harness import wait_until
+
+    folder = tmp_path / name
+    folder.mkdir()
+    ws = Workspace(folder, plan(["fixture"]))
+    env = {} if direct else {"TOOLHOST_MCP_HTTP_DIRECT": "off"}
+    server = HttpServer(ws, f"127.0.0.1:{free_port()}", token=TOKEN, extra_env=env)
+    try:
+        assert server.url, server.stderr()
+        peer = Peer(server.url)
+        s = peer.initialize("initialize")
+        url = urlparse(server.url)
+        body = json.dumps(call(5, "write_key", {"key": "k", "ms": 1500}))
+        head = (
+            f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"mcp-session-id: {s}\r\nmcp-protocol-version: 2025-06-18\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        with socket.create_connection((url.hostname, url.port)) as raw:
+            raw.sendall(head.encode() + body.encode())
+
+            def records(phase=None):
+                return [r["status"] for r in ws.audit_records() if r.get("tool") == "write_key" and r.get("phase") == phase]
+
+            assert wait_until(lambda: records("intent"), timeout=10), ws.audit_records()
+        # The client is gone; the call runs to its end and is recorded.
+        assert wait_until(lambda: records(), timeout=15), ws.audit_records()
+        return records()
+    finally:
+        server.stop()
+
+
+def test_a_call_whose_client_hangs_up_still_ends_and_is_recorded_on_both_paths(tmp_path):
+    need_module("fixture")
+    assert abandoned_call(tmp_path, "direct", True) == abandoned_call(tmp_path, "rmcp", False) == ["success"]

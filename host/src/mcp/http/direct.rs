@@ -36,7 +36,10 @@
 //! [`ToolhostServer::call_tool`]: super::super::ToolhostServer
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -241,9 +244,11 @@ impl Direct {
         let pipeline = self.pipeline.clone();
         let shutdown = self.shutdown.clone();
         let ended = session_ended.clone();
-        // A task of its own: a client that hangs up does not stop the call
-        // half-way (it runs to its end and is recorded, as on rmcp's path).
-        let task = tokio::spawn(async move {
+        // Polled on this task (a task of its own costs a thread hop), but
+        // never dropped half-way: a client that hangs up leaves the rest to
+        // a task, so the call runs to its end and is recorded, as on rmcp's
+        // path.
+        let result = Unabandoned::new(async move {
             let _running = running;
             let mut call = Box::pin(pipeline.call(call));
             tokio::select! {
@@ -257,16 +262,8 @@ impl Direct {
                     call.await
                 }
             }
-        });
-        let result = task.await.unwrap_or_else(|e| {
-            tracing::error!(%id, "a direct call ended without a result: {e}");
-            ToolResult::failure(
-                id.to_string(),
-                toolhost_core::Status::Error,
-                toolhost_core::wire::codes::INTERNAL,
-                "the host failed while running this call; see its log",
-            )
-        });
+        })
+        .await;
         let cancelled_by_client = self.end(session, &id);
         if cancelled_by_client || session_ended.is_cancelled() {
             // rmcp sends nothing for such a request: its stream just ends.
@@ -365,6 +362,45 @@ impl Direct {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A future that finishes even when dropped: dropped unfinished, what is
+/// left of it is spawned as a task.
+struct Unabandoned<F: Future<Output = ToolResult> + Send + 'static>(Option<Pin<Box<F>>>);
+
+impl<F: Future<Output = ToolResult> + Send + 'static> Unabandoned<F> {
+    fn new(future: F) -> Self {
+        Unabandoned(Some(Box::pin(future)))
+    }
+}
+
+impl<F: Future<Output = ToolResult> + Send + 'static> Future for Unabandoned<F> {
+    type Output = ToolResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolResult> {
+        let Some(future) = self.0.as_mut() else {
+            return Poll::Pending;
+        };
+        let result = std::task::ready!(future.as_mut().poll(cx));
+        self.0 = None;
+        Poll::Ready(result)
+    }
+}
+
+impl<F: Future<Output = ToolResult> + Send + 'static> Drop for Unabandoned<F> {
+    fn drop(&mut self) {
+        if let Some(rest) = self.0.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(async move {
+                        let result = rest.await;
+                        tracing::debug!(status = %result.status, "a direct call finished after its client left");
+                    });
+                }
+                Err(_) => tracing::warn!("a direct call was dropped outside the runtime"),
+            }
+        }
     }
 }
 
