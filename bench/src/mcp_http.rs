@@ -134,6 +134,12 @@ impl Client {
         self.next_id += 1;
         let body = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         let text = String::from_utf8(body)?;
+        // One JSON body (the server's fast path for plain calls), or SSE.
+        if let Ok(message) = serde_json::from_str::<Value>(&text) {
+            if message.get("id") == Some(&json!(id)) {
+                return Ok(message);
+            }
+        }
         text.lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())

@@ -78,10 +78,25 @@ def open_session(client: httpx2.Client, url: str, version: str = "2025-06-18", t
     return sid
 
 
-def call(client: httpx2.Client, url: str, sid: str, name: str, args: dict, rid: int = 2, version="2025-06-18"):
+def call(client: httpx2.Client, url: str, sid: str, name: str, args: dict, rid: int = 2, version="2025-06-18", meta=None):
     body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
+    if meta is not None:
+        body["params"]["_meta"] = meta
     h = {**auth(), "mcp-session-id": sid, "mcp-protocol-version": version}
     return client.post(url, content=json.dumps(body), headers=h)
+
+
+def rpc_messages(response) -> list[dict]:
+    """The JSON-RPC messages of a POST's answer: one JSON body (the server's
+    fast path for plain calls) or the `data:` of each SSE event."""
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return [json.loads(response.text)]
+    found = []
+    for event in sse_events(response.text):
+        data = "\n".join(line[5:].lstrip() for line in event.split("\n") if line.startswith("data:"))
+        if data.strip():
+            found.append(json.loads(data))
+    return found
 
 
 def sse_events(text: str) -> list[str]:
@@ -167,9 +182,16 @@ def test_the_priming_event_goes_only_to_clients_that_expect_it(workspace):
                 h = {**auth(), "mcp-session-id": sid, "mcp-protocol-version": version}
                 note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
                 client.post(server.url, content=json.dumps(note), headers=h)
-                answer = call(client, server.url, sid, "echo", {"message": "x"}, version=version)
+                # A call that may stream (it asks for progress) answers
+                # with SSE, primed as its client expects.
+                answer = call(client, server.url, sid, "echo", {"message": "x"}, version=version, meta={"progressToken": 1})
+                assert answer.headers["content-type"].startswith("text/event-stream"), answer.headers
                 events = sse_events(answer.text)
                 assert any(is_priming(e) for e in events) == primed, (version, events)
+                # A plain call is one JSON body: nothing to prime, for any client.
+                plain = call(client, server.url, sid, "echo", {"message": "y"}, rid=3, version=version)
+                assert plain.headers["content-type"] == "application/json", plain.headers
+                assert rpc_messages(plain)[0]["result"]["structuredContent"]["message"] == "y"
     finally:
         server.stop()
 
@@ -186,25 +208,34 @@ def test_sessions_are_capped_and_deleting_one_ends_its_calls(workspace):
             assert "max_sessions" in refused.text
 
             # A call running in the first session stops when it is deleted.
+            # write_key changes state, so its intent is on record before it
+            # runs: that record is the signal that the call reached the tool.
             import threading
 
             answer = {}
             running = threading.Thread(
-                target=lambda: answer.setdefault("r", call(httpx2.Client(timeout=30), server.url, first, "sleep", {"ms": 60_000})),
+                target=lambda: answer.setdefault(
+                    "r", call(httpx2.Client(timeout=30), server.url, first, "write_key", {"key": "k", "ms": 60_000})
+                ),
                 daemon=True,
             )
             running.start()
-            assert wait_until(lambda: "sleep" in server.stderr() or True, timeout=1)
-            time.sleep(0.3)  # let the call reach the tool (no readiness signal on the wire)
+
+            def records(phase=None):
+                return [r for r in ws.audit_records() if r.get("tool") == "write_key" and r.get("phase") == phase]
+
+            assert wait_until(lambda: records("intent"), timeout=10), ws.audit_records()
             deleted_at = time.monotonic()
             h = {**auth(), "mcp-session-id": first, "mcp-protocol-version": "2025-06-18"}
             assert client.delete(server.url, headers=h).status_code in (200, 202, 204)
-            assert wait_until(
-                lambda: [r["status"] for r in ws.audit_records() if r.get("tool") == "sleep"] == ["cancelled"],
-                timeout=4,
-            ), ws.audit_records()
+            assert wait_until(lambda: [r["status"] for r in records()] == ["cancelled"], timeout=4), ws.audit_records()
             # Cancel grace is 1.5 s in these plans; rmcp alone took ~5 s.
             assert time.monotonic() - deleted_at < 3.5
+            # Its POST ends with no message, as rmcp's stream does for a
+            # request whose session is gone.
+            running.join(timeout=10)
+            assert not running.is_alive()
+            assert answer["r"].status_code == 200 and rpc_messages(answer["r"]) == [], answer["r"].text
             # The slot is free again.
             open_session(client, server.url)
     finally:

@@ -7,7 +7,6 @@ when the process exits: no sleeps."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import subprocess
@@ -17,7 +16,7 @@ import httpx2
 import pytest
 
 from harness import processes_with, wait_until
-from test_http_abuse import auth, call, open_session, start
+from test_http_abuse import auth, call, open_session, rpc_messages, start
 
 PLAN = '[[tools]]\nmodule = "filesystem"\n[tools.config]\nallowed_read_paths = ["."]\n\n[[tools]]\nmodule = "bash"\n'
 # The same, bash in a worker process: the notice reaches it through the
@@ -26,9 +25,9 @@ ISOLATED = PLAN + 'isolation = "process"\n'
 
 
 def result_of(response) -> dict:
-    for line in response.text.splitlines():
-        if line.startswith("data:") and '"result"' in line:
-            return json.loads(line[5:])["result"]
+    for message in rpc_messages(response):
+        if "result" in message:
+            return message["result"]
     raise AssertionError(response.text)
 
 

@@ -10,13 +10,13 @@ import subprocess
 import httpx2
 
 from harness import BIN, RawServer, server_env
-from test_http_abuse import auth, call, open_session, start
+from test_http_abuse import auth, call, open_session, rpc_messages, start
 
 
 def session_seen(response) -> str:
-    for line in response.text.splitlines():
-        if line.startswith("data:") and '"structuredContent"' in line:
-            return json.loads(line[5:])["result"]["structuredContent"]["session"]
+    for message in rpc_messages(response):
+        if "structuredContent" in message.get("result", {}):
+            return message["result"]["structuredContent"]["session"]
     raise AssertionError(response.text)
 
 
@@ -67,9 +67,9 @@ def test_a_stdio_client_and_a_cli_process_are_one_session_each(workspace):
 
 
 def structured(response) -> dict:
-    for line in response.text.splitlines():
-        if line.startswith("data:") and '"result"' in line:
-            return json.loads(line[5:])["result"]
+    for message in rpc_messages(response):
+        if "result" in message:
+            return message["result"]
     raise AssertionError(response.text)
 
 

@@ -51,11 +51,25 @@ pub(super) struct ServeArgs {
     session_idle_secs: u64,
 }
 
+/// Why `serve` did not start or ended in error.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ServeFailed {
+    /// stdout could not be taken for the protocol (stdio).
+    #[error("{0}")]
+    Stdout(String),
+    /// The stdio session failed.
+    #[error("{0}")]
+    Stdio(String),
+    /// The HTTP server failed.
+    #[error(transparent)]
+    Http(#[from] mcp::http::ServeError),
+}
+
 /// Before the plan loads: on stdio, the protocol takes stdout for itself,
 /// so nothing a module prints while mounting reaches the client.
-pub(super) fn prepare(args: &ServeArgs) -> Result<(), String> {
+pub(super) fn prepare(args: &ServeArgs) -> Result<(), ServeFailed> {
     if args.http.is_none() {
-        mcp::stdio::claim_stdout()?;
+        mcp::stdio::claim_stdout().map_err(ServeFailed::Stdout)?;
     }
     Ok(())
 }
@@ -78,9 +92,13 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: ServeArgs)
             options.max_sessions = args.max_sessions.max(1);
             options.header_timeout = Duration::from_secs(args.header_timeout_secs.max(1));
             options.session_idle = Duration::from_secs(args.session_idle_secs.max(1));
-            mcp::http::serve(pipeline, shutdown, options).await
+            mcp::http::serve(pipeline, shutdown, options)
+                .await
+                .map_err(ServeFailed::from)
         }
-        None => mcp::stdio::serve(pipeline, shutdown).await,
+        None => mcp::stdio::serve(pipeline, shutdown)
+            .await
+            .map_err(ServeFailed::Stdio),
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,

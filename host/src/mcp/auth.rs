@@ -24,6 +24,31 @@ use hyper::{Response, StatusCode};
 /// The response body type the HTTP transport speaks.
 pub type Body = BoxBody<Bytes, Infallible>;
 
+/// Why the server has no token to check requests against (it does not start).
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// `--token ""` or an empty `TOOLHOST_TOKEN`.
+    #[error("the bearer token is empty: pass a non-empty --token or TOOLHOST_TOKEN")]
+    Empty,
+    /// `--no-auth` on an address beyond loopback.
+    #[error(
+        "--no-auth is refused beyond loopback: anyone who can reach the port could run the tools as \
+         this user; pass --token or set TOOLHOST_TOKEN"
+    )]
+    OpenBeyondLoopback,
+    /// The OS gave no random bytes.
+    #[error("cannot generate a token: {0}")]
+    Random(getrandom::Error),
+    /// The generated token could not be written to its file.
+    #[error("cannot write the token file {}: {source}", file.display())]
+    Write {
+        /// The token file.
+        file: PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+}
+
 /// How HTTP requests are authenticated.
 #[derive(Debug, Clone)]
 pub enum Access {
@@ -39,17 +64,11 @@ pub enum Access {
 impl Access {
     /// The token requests must carry (`None`: open). Generates and writes
     /// one when asked to, and says where on stderr.
-    pub fn token(&self, loopback: bool, state_dir: &Path, port: u16) -> Result<Option<String>, String> {
+    pub fn token(&self, loopback: bool, state_dir: &Path, port: u16) -> Result<Option<String>, TokenError> {
         match self {
-            Access::Token(token) if token.trim().is_empty() => {
-                Err("the bearer token is empty: pass a non-empty --token or TOOLHOST_TOKEN".into())
-            }
+            Access::Token(token) if token.trim().is_empty() => Err(TokenError::Empty),
             Access::Token(token) => Ok(Some(token.clone())),
-            Access::Open if !loopback => Err(
-                "--no-auth is refused beyond loopback: anyone who can reach the port could run the tools as \
-                 this user; pass --token or set TOOLHOST_TOKEN"
-                    .into(),
-            ),
+            Access::Open if !loopback => Err(TokenError::OpenBeyondLoopback),
             Access::Open => {
                 eprintln!(
                     "toolhost: WARNING: --no-auth: any local user or process can call these tools as this \
@@ -75,9 +94,9 @@ impl Access {
 }
 
 /// 32 random bytes from the OS, as hex.
-fn generate() -> Result<String, String> {
+fn generate() -> Result<String, TokenError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| format!("cannot generate a token: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(TokenError::Random)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -85,8 +104,11 @@ fn generate() -> Result<String, String> {
 /// created 0600 beside it, then renamed over it (so an existing file with
 /// looser permissions, or a symlink planted there, is replaced, never
 /// written through).
-fn write_private(file: &Path, token: &str) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("cannot write the token file {}: {e}", file.display());
+fn write_private(file: &Path, token: &str) -> Result<(), TokenError> {
+    let fail = |source: std::io::Error| TokenError::Write {
+        file: file.to_path_buf(),
+        source,
+    };
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -275,9 +297,20 @@ mod tests {
             .token(true, &dir, 1)
             .expect("token");
         assert_ne!(Some(first), second);
-        assert!(Access::Open.token(false, &dir, 1).is_err());
-        assert_eq!(Access::Open.token(true, &dir, 1), Ok(None));
-        assert!(Access::Token(" ".into()).token(true, &dir, 1).is_err());
+        assert!(matches!(
+            Access::Open.token(false, &dir, 1),
+            Err(TokenError::OpenBeyondLoopback)
+        ));
+        assert!(matches!(Access::Open.token(true, &dir, 1), Ok(None)));
+        assert!(matches!(
+            Access::Token(" ".into()).token(true, &dir, 1),
+            Err(TokenError::Empty)
+        ));
+        let unwritable = Access::Generated(Some(PathBuf::from("/proc/toolhost-no/t.token")));
+        assert!(matches!(
+            unwritable.token(true, &dir, 1),
+            Err(TokenError::Write { .. })
+        ));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -51,6 +51,13 @@ fn rule_for<'p>(plan: &'p Plan, tool: &MountedTool) -> Option<&'p ToolRule> {
     tool.names().find_map(|name| plan.policy.tools.get(name))
 }
 
+/// Whether the plan may ask for approval before `tool` runs (its rule, its
+/// effect or the default says `ask`). The MCP HTTP fast path leaves such
+/// calls to rmcp's path, which can carry the elicitation.
+pub fn may_ask(plan: &Plan, tool: &MountedTool) -> bool {
+    decide(plan, tool).0 == Decision::Ask
+}
+
 /// Which rule made a decision (rendered only when a message needs it).
 #[derive(Clone, Copy)]
 enum Rule {

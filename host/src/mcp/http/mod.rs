@@ -10,6 +10,7 @@
 //! for Nagle's delayed ACK, 10–60× slower than stdio).
 
 mod accept;
+pub mod direct;
 mod priming;
 pub mod sessions;
 
@@ -77,8 +78,38 @@ impl Options {
     }
 }
 
+/// Why the HTTP server did not start (each is the user's to fix).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address is no socket address and the resolver failed.
+    #[error("cannot resolve the address '{addr}': {source} (use HOST:PORT, e.g. 127.0.0.1:8080)")]
+    Resolve {
+        /// As given.
+        addr: String,
+        /// The resolver's answer.
+        source: std::io::Error,
+    },
+    /// The name resolves to no address.
+    #[error("the address '{0}' resolves to nothing")]
+    NoAddress(String),
+    /// The port is taken, or not ours to bind.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// Where.
+        addr: SocketAddr,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The bound socket would not name its address.
+    #[error("cannot read the bound address: {0}")]
+    LocalAddr(std::io::Error),
+    /// No token to check requests against.
+    #[error(transparent)]
+    Token(#[from] auth::TokenError),
+}
+
 /// Resolves the address: a bare port (or `:PORT`) means loopback.
-pub async fn resolve(addr: &str) -> Result<SocketAddr, String> {
+pub async fn resolve(addr: &str) -> Result<SocketAddr, ServeError> {
     let addr = addr.trim();
     let port_only = addr.strip_prefix(':').unwrap_or(addr);
     if let Ok(port) = port_only.parse::<u16>() {
@@ -89,11 +120,12 @@ pub async fn resolve(addr: &str) -> Result<SocketAddr, String> {
     }
     tokio::net::lookup_host(addr)
         .await
-        .map_err(|e| {
-            format!("cannot resolve the address '{addr}': {e} (use HOST:PORT, e.g. 127.0.0.1:8080)")
+        .map_err(|source| ServeError::Resolve {
+            addr: addr.to_string(),
+            source,
         })?
         .next()
-        .ok_or_else(|| format!("the address '{addr}' resolves to nothing"))
+        .ok_or_else(|| ServeError::NoAddress(addr.to_string()))
 }
 
 /// What every connection's requests are routed with.
@@ -108,6 +140,8 @@ struct Routing {
     /// Refusals are logged at most once per window (a flood must not flood
     /// the log as well).
     refusals: std::sync::Mutex<accept::RateLimitedLog>,
+    /// The fast path for plain `tools/call`s in a session.
+    direct: Arc<direct::Direct>,
     /// Held from the cap check until rmcp has registered the new session:
     /// without it two `initialize` calls racing for the last place both
     /// saw room and the server held one session past its cap.
@@ -116,15 +150,17 @@ struct Routing {
 
 /// Serves until `shutdown` fires. Errors are for the user (bad address, no
 /// token off loopback, port taken, token file not writable).
-pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Options) -> Result<(), String> {
+pub async fn serve(
+    pipeline: Arc<Pipeline>,
+    shutdown: CancelToken,
+    options: Options,
+) -> Result<(), ServeError> {
     let addr = resolve(&options.addr).await?;
     let loopback = auth::is_loopback(&addr);
     let listener = TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        .map_err(|source| ServeError::Listen { addr, source })?;
+    let local = listener.local_addr().map_err(ServeError::LocalAddr)?;
     let token = options
         .access
         .token(loopback, &pipeline.host().plan.state_dir(), local.port())?;
@@ -143,6 +179,14 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Opti
     let manager = Arc::new(manager);
     let calls = SessionCalls::for_host(pipeline.host().clone());
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
+    let direct = Arc::new(direct::Direct::new(
+        pipeline.clone(),
+        calls.clone(),
+        manager.clone(),
+        shutdown.clone(),
+        loopback,
+        MAX_BODY,
+    ));
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
@@ -154,8 +198,14 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken, options: Opti
         max_sessions: options.max_sessions,
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
+        direct: direct.clone(),
     });
-    let sweeper = tokio::spawn(sessions::sweep(calls, manager, sweep_every(options.session_idle)));
+    let sweeper = tokio::spawn(sessions::sweep(
+        calls,
+        direct,
+        manager,
+        sweep_every(options.session_idle),
+    ));
     eprintln!(
         "toolhost: serving MCP over streamable HTTP at http://{local}{ENDPOINT}{}",
         if routing.token.is_some() {
@@ -257,6 +307,15 @@ async fn route(routing: &Routing, mut request: Request<Incoming>) -> Response<Bo
             response
         }
         (&Method::POST, None) => new_session(routing, request).await,
+        (&Method::POST, Some(session)) => {
+            let version = priming::version_of(request.headers(), None);
+            let response = match routing.direct.post(request, &session).await {
+                direct::Outcome::Answered(response) => return response,
+                direct::Outcome::Rmcp(request) => routing.mcp.handle(request).await,
+                direct::Outcome::RmcpRead(request) => routing.mcp.handle(request).await,
+            };
+            without_priming_unless(&version, response)
+        }
         (_, _) => {
             let version = priming::version_of(request.headers(), None);
             without_priming_unless(&version, routing.mcp.handle(request).await)
@@ -285,7 +344,7 @@ async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<
     };
     let asked = asked_version(&bytes);
     let version = priming::version_of(&parts.headers, asked.as_deref());
-    let request = Request::from_parts(parts, Full::new(bytes));
+    let request = Request::from_parts(parts, Full::new(bytes.clone()));
     // The decisive look: under the admission lock, held until rmcp has
     // created the session (it does so before it answers the initialize).
     let admitted = routing.admission.lock().await;
@@ -294,6 +353,15 @@ async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<
     }
     let response = routing.mcp.handle(request).await;
     drop(admitted);
+    if response.status().is_success() {
+        if let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            routing.direct.learn(id, &bytes);
+        }
+    }
     without_priming_unless(&version, response)
 }
 

@@ -142,21 +142,22 @@ impl SessionCalls {
 }
 
 /// Ends, every `every`, the sessions rmcp no longer holds (expired idle,
-/// closed by the client going away).
-pub async fn sweep(calls: Arc<SessionCalls>, manager: Arc<LocalSessionManager>, every: Duration) {
+/// closed by the client going away), and has the fast path forget them.
+pub async fn sweep(
+    calls: Arc<SessionCalls>,
+    direct: Arc<super::direct::Direct>,
+    manager: Arc<LocalSessionManager>,
+    every: Duration,
+) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         let known: Vec<String> = calls.lock().keys().cloned().collect();
-        if known.is_empty() {
-            continue;
-        }
         let live = manager.sessions.read().await;
-        let gone: Vec<String> = known
-            .into_iter()
-            .filter(|id| !live.keys().any(|live| live.as_ref() == id.as_str()))
-            .collect();
+        let is_live = |id: &str| live.contains_key(id);
+        direct.retain(is_live);
+        let gone: Vec<String> = known.into_iter().filter(|id| !is_live(id)).collect();
         drop(live);
         for id in gone {
             calls.end(&id);
