@@ -55,7 +55,7 @@ pub(super) struct ServeArgs {
 /// so nothing a module prints while mounting reaches the client.
 pub(super) fn prepare(args: &ServeArgs) -> Result<(), String> {
     if args.http.is_none() {
-        mcp::stdio::claim_stdout()?;
+        mcp::stdio::claim_stdout().map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -80,7 +80,9 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: ServeArgs)
             options.session_idle = Duration::from_secs(args.session_idle_secs.max(1));
             mcp::http::serve(pipeline, shutdown, options).await
         }
-        None => mcp::stdio::serve(pipeline, shutdown).await,
+        None => mcp::stdio::serve(pipeline, shutdown)
+            .await
+            .map_err(|e| e.to_string()),
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
