@@ -22,7 +22,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -54,6 +54,11 @@ pub const DIRECT_ENV: &str = "TOOLHOST_MCP_STDIO_DIRECT";
 /// and tokio's capped blocking pool), rather than a reader thread each.
 pub const MAX_DIRECT: usize = 64;
 
+/// After this many direct calls, the code that ran only once for them (a
+/// tool's schema compiled, a module's first-use setup) leaves the resident
+/// set, as start-up code did after the handshake ([`super::trim`]).
+const TRIM_AFTER_CALLS: usize = 16;
+
 /// The router the stdin readers hand their lines to.
 pub struct Router {
     shared: Arc<Shared>,
@@ -84,6 +89,8 @@ struct Shared {
     rmcp_ids: RmcpIds,
     /// A line too long for the readers to hold, as it arrives.
     long: Mutex<LongLine>,
+    /// Direct calls answered so far (up to [`TRIM_AFTER_CALLS`]).
+    answered: AtomicUsize,
 }
 
 /// A line arriving in pieces ([`Lines::raw`]): held whole up to
@@ -158,6 +165,7 @@ impl Router {
                 gone,
                 rmcp_ids,
                 long: Mutex::new(LongLine::default()),
+                answered: AtomicUsize::new(0),
             }),
         }
     }
@@ -380,6 +388,11 @@ impl Reply {
                 .send(&ServerJsonRpcMessage::response(result, id));
         }
         self.shared.written();
+        if self.shared.answered.load(Ordering::Relaxed) < TRIM_AFTER_CALLS
+            && self.shared.answered.fetch_add(1, Ordering::Relaxed) + 1 == TRIM_AFTER_CALLS
+        {
+            super::trim::release_once_warm();
+        }
     }
 }
 

@@ -142,10 +142,7 @@ async fn session(
     router.start_direct_calls(running.peer().clone());
     // The code that only ran at start-up (plan, mounts, stores) leaves the
     // resident set; what calls need comes back as minor faults.
-    match trim::release_startup_pages() {
-        Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released start-up code pages"),
-        Err(e) => tracing::debug!("cannot release start-up code pages: {e}"),
-    }
+    trim::release_once_warm();
     let stop = running.cancellation_token();
     let watcher = tokio::spawn(async move {
         shutdown.cancelled().await;

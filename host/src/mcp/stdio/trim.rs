@@ -9,9 +9,19 @@
 //! this process with `MADV_DONTNEED`: its pages stay in the page cache, and
 //! the code a later call does need comes back as a minor fault. Mappings
 //! that hold private pages (relocated data, `.data.rel.ro`) are left alone:
-//! dropping those would lose their contents.
+//! dropping those would lose their contents. It is done again once, after
+//! the first direct calls, for the code that ran once for them.
 
 use std::io;
+
+/// Releases start-up pages, logging the outcome (for the session's
+/// milestones: the handshake, and the first calls).
+pub fn release_once_warm() {
+    match release_startup_pages() {
+        Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released code pages used once"),
+        Err(e) => tracing::debug!("cannot release code pages used once: {e}"),
+    }
+}
 
 /// Drops this process's pages of read-only file mappings that hold no
 /// private page; returns how many bytes were resident in them.
