@@ -8,6 +8,8 @@
 //!   waiters (async waiters use tokio's `Notify`, which tokio checks).
 //! - [`hot::HotSlot`]: the one-job slot through which a caller hands a job
 //!   to a thread that spins waiting for it.
+//! - [`readers::Readers`]: the threads that take turns reading the MCP
+//!   server's stdin and run the calls they read.
 //!
 //! Everything else in the hand-off (the result channel, the thread pool) is
 //! tokio's.
@@ -16,6 +18,7 @@
 
 pub mod cancel;
 pub mod hot;
+pub mod readers;
 
 /// The primitives the two models use: std's normally, loom's under
 /// `--cfg loom`. `Arc`/`Weak` stay std's (loom has no `Weak`; reference
@@ -23,14 +26,18 @@ pub mod hot;
 mod prim {
     #[cfg(loom)]
     pub(crate) use loom::sync::{
-        atomic::{AtomicBool, AtomicU8},
+        atomic::{AtomicBool, AtomicU8, AtomicUsize},
+        Condvar, Mutex, MutexGuard,
+    };
+    #[cfg(loom)]
+    pub(crate) use loom::thread;
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::{
+        atomic::{AtomicBool, AtomicU8, AtomicUsize},
         Condvar, Mutex, MutexGuard,
     };
     #[cfg(not(loom))]
-    pub(crate) use std::sync::{
-        atomic::{AtomicBool, AtomicU8},
-        Condvar, Mutex, MutexGuard,
-    };
+    pub(crate) use std::thread;
 
     /// One step of a spin loop: a CPU hint normally; under loom a yield, so
     /// that the model lets the other threads run.

@@ -55,11 +55,11 @@ pub(super) struct ServeArgs {
 #[derive(Debug, thiserror::Error)]
 pub(super) enum ServeFailed {
     /// stdout could not be taken for the protocol (stdio).
-    #[error("{0}")]
-    Stdout(String),
+    #[error(transparent)]
+    Stdout(mcp::stdio::StdioError),
     /// The stdio session failed.
-    #[error("{0}")]
-    Stdio(String),
+    #[error(transparent)]
+    Stdio(mcp::stdio::StdioError),
     /// The HTTP server failed.
     #[error(transparent)]
     Http(#[from] mcp::http::ServeError),

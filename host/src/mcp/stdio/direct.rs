@@ -22,7 +22,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -54,6 +54,11 @@ pub const DIRECT_ENV: &str = "TOOLHOST_MCP_STDIO_DIRECT";
 /// and tokio's capped blocking pool), rather than a reader thread each.
 pub const MAX_DIRECT: usize = 64;
 
+/// After this many direct calls, the code that ran only once for them (a
+/// tool's schema compiled, a module's first-use setup) leaves the resident
+/// set, as start-up code did after the handshake ([`super::trim`]).
+const TRIM_AFTER_CALLS: usize = 16;
+
 /// The router the stdin readers hand their lines to.
 pub struct Router {
     shared: Arc<Shared>,
@@ -71,8 +76,8 @@ struct Shared {
     closed: AtomicBool,
     /// Plain calls may run directly ([`DIRECT_ENV`] is not `off`).
     direct_calls: bool,
-    /// Direct calls in flight, by request id.
-    calls: Mutex<HashMap<RequestId, InFlight>>,
+    /// Direct calls in flight, and answers being written.
+    calls: Mutex<Calls>,
     /// Signalled when the last call in flight is answered, while someone
     /// [drains](Router::drain) (a notify is a system call even with
     /// nobody waiting).
@@ -84,6 +89,8 @@ struct Shared {
     rmcp_ids: RmcpIds,
     /// A line too long for the readers to hold, as it arrives.
     long: Mutex<LongLine>,
+    /// Direct calls answered so far (up to [`TRIM_AFTER_CALLS`]).
+    answered: AtomicUsize,
 }
 
 /// A line arriving in pieces ([`Lines::raw`]): held whole up to
@@ -93,6 +100,23 @@ struct LongLine {
     bytes: Vec<u8>,
     length: usize,
     over: bool,
+}
+
+/// The direct calls in flight, by request id, and how many answers are
+/// being written: a call leaves `by_id` before its answer is written (so
+/// the client may reuse its id as soon as it reads the answer), and
+/// `writing` keeps [`Router::drain`] waiting until the answer is out (else
+/// the process could exit between the two and the answer be lost).
+#[derive(Default)]
+struct Calls {
+    by_id: HashMap<RequestId, InFlight>,
+    writing: usize,
+}
+
+impl Calls {
+    fn is_empty(&self) -> bool {
+        self.by_id.is_empty() && self.writing == 0
+    }
 }
 
 /// A direct call in flight.
@@ -135,12 +159,13 @@ impl Router {
                 peer: OnceLock::new(),
                 closed: AtomicBool::new(false),
                 direct_calls: std::env::var_os(DIRECT_ENV).is_none_or(|v| v != "off"),
-                calls: Mutex::new(HashMap::new()),
+                calls: Mutex::new(Calls::default()),
                 drained: Condvar::new(),
                 draining: AtomicBool::new(false),
                 gone,
                 rmcp_ids,
                 long: Mutex::new(LongLine::default()),
+                answered: AtomicUsize::new(0),
             }),
         }
     }
@@ -163,6 +188,7 @@ impl Router {
         let tokens: Vec<CancelToken> = self
             .shared
             .lock_calls()
+            .by_id
             .values()
             .map(|c| c.cancel.clone())
             .collect();
@@ -171,8 +197,8 @@ impl Router {
         }
     }
 
-    /// Waits up to `timeout` for the direct calls in flight to be answered;
-    /// returns how many are still running.
+    /// Waits up to `timeout` for the direct calls in flight to be answered
+    /// (their answers written); returns how many are still running.
     pub fn drain(&self, timeout: Duration) -> usize {
         let end = Instant::now() + timeout;
         let mut calls = self.shared.lock_calls();
@@ -187,7 +213,7 @@ impl Router {
                 Err(poisoned) => poisoned.into_inner().0,
             };
         }
-        calls.len()
+        calls.by_id.len() + calls.writing
     }
 
     /// A job for a `tools/call` request when it may run directly.
@@ -209,10 +235,13 @@ impl Router {
         let cancel = CancelToken::new();
         {
             let mut calls = self.shared.lock_calls();
-            if calls.len() >= MAX_DIRECT || calls.contains_key(&id) || self.shared.rmcp_ids.contains(&id) {
+            if calls.by_id.len() >= MAX_DIRECT
+                || calls.by_id.contains_key(&id)
+                || self.shared.rmcp_ids.contains(&id)
+            {
                 return None;
             }
-            calls.insert(
+            calls.by_id.insert(
                 id.clone(),
                 InFlight {
                     cancel: cancel.clone(),
@@ -253,7 +282,7 @@ impl Router {
         let Some(id) = params.request_id else { return };
         // rmcp does not answer a request its client cancelled.
         self.shared.rmcp_ids.forget(&id);
-        let token = self.shared.lock_calls().get_mut(&id).map(|call| {
+        let token = self.shared.lock_calls().by_id.get_mut(&id).map(|call| {
             call.cancelled_by_client = true;
             call.cancel.clone()
         });
@@ -287,7 +316,7 @@ impl Router {
 
     /// Whether a request with `id` is running (directly or in rmcp).
     fn in_flight(&self, id: &RequestId) -> bool {
-        self.shared.lock_calls().contains_key(id) || self.shared.rmcp_ids.contains(id)
+        self.shared.lock_calls().by_id.contains_key(id) || self.shared.rmcp_ids.contains(id)
     }
 
     fn answer(&self, error: ErrorData, id: Option<RequestId>) {
@@ -312,8 +341,17 @@ impl Router {
 }
 
 impl Shared {
-    fn lock_calls(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, InFlight>> {
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, Calls> {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// An answer has been written (or given up): a drain may end now.
+    fn written(&self) {
+        let mut calls = self.lock_calls();
+        calls.writing -= 1;
+        if calls.is_empty() && self.draining.load(Ordering::SeqCst) {
+            self.drained.notify_all();
+        }
     }
 }
 
@@ -331,24 +369,30 @@ impl Reply {
         let Some(id) = self.id.take() else { return };
         let cancelled_by_client = {
             let mut calls = self.shared.lock_calls();
-            let call = calls.remove(&id);
-            if calls.is_empty() && self.shared.draining.load(Ordering::SeqCst) {
-                self.shared.drained.notify_all();
-            }
+            let call = calls.by_id.remove(&id);
+            // Counted until written: a drain must not let the process exit
+            // with this answer still unwritten.
+            calls.writing += 1;
             call.is_some_and(|c| c.cancelled_by_client)
         };
         if cancelled_by_client {
             tracing::debug!(%id, "dropping the response to a request its client cancelled");
-            return;
+        } else {
+            let mut result = ServerResult::CallToolResult(convert::call_result(result));
+            // The handler caps the protocol below 2026-07-28, whose results
+            // alone carry `resultType`; rmcp strips it for such peers, and so
+            // do we.
+            result.strip_result_type_for_legacy_peer();
+            self.shared
+                .output
+                .send(&ServerJsonRpcMessage::response(result, id));
         }
-        let mut result = ServerResult::CallToolResult(convert::call_result(result));
-        // The handler caps the protocol below 2026-07-28, whose results
-        // alone carry `resultType`; rmcp strips it for such peers, and so
-        // do we.
-        result.strip_result_type_for_legacy_peer();
-        self.shared
-            .output
-            .send(&ServerJsonRpcMessage::response(result, id));
+        self.shared.written();
+        if self.shared.answered.load(Ordering::Relaxed) < TRIM_AFTER_CALLS
+            && self.shared.answered.fetch_add(1, Ordering::Relaxed) + 1 == TRIM_AFTER_CALLS
+        {
+            super::trim::release_once_warm();
+        }
     }
 }
 

@@ -9,10 +9,12 @@
 //! three. Both write whole messages to one [`output`].
 
 mod direct;
+mod error;
 mod input;
 mod judge;
 mod output;
 mod relay;
+mod trim;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +29,8 @@ use direct::Router;
 use output::{Output, RmcpIds, RmcpOutput};
 use relay::Relay;
 
+pub use error::StdioError;
+
 /// How long past its grace period a cancelled call may take to be answered
 /// before the server exits without it.
 const DRAIN_MARGIN: Duration = Duration::from_secs(2);
@@ -34,10 +38,8 @@ const DRAIN_MARGIN: Duration = Duration::from_secs(2);
 /// Moves stdout aside for the protocol before anything else can write to
 /// it (call it before the plan's modules mount): from then on fd 1 is
 /// stderr, and only the server writes to the client.
-pub fn claim_stdout() -> Result<(), String> {
-    Output::protocol()
-        .map(drop)
-        .map_err(|e| format!("cannot set up stdout: {e}"))
+pub fn claim_stdout() -> Result<(), StdioError> {
+    Output::protocol().map(drop).map_err(StdioError::Stdout)
 }
 
 /// Serves until the client closes stdin or `shutdown` fires. Returns an
@@ -46,8 +48,8 @@ pub fn claim_stdout() -> Result<(), String> {
 /// rmcp's session runs on its own single-threaded runtime: it only sees
 /// what is not a direct call, one message at a time. Direct calls use the
 /// caller's runtime for their async stages.
-pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(), String> {
-    let output = Output::protocol().map_err(|e| format!("cannot set up stdout: {e}"))?;
+pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(), StdioError> {
+    let output = Output::protocol().map_err(StdioError::Stdout)?;
     let (relay_tx, relay) = Relay::new();
     let gone = CancelToken::new();
     let rmcp_ids = RmcpIds::default();
@@ -59,7 +61,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
         gone.clone(),
         rmcp_ids.clone(),
     ));
-    input::start(router.clone()).map_err(|e| format!("cannot read stdin: {e}"))?;
+    input::start(router.clone()).map_err(StdioError::Stdin)?;
     let _on_shutdown = {
         let router = router.clone();
         shutdown.on_cancel(move || router.close())
@@ -72,8 +74,11 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
         .spawn(move || {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(runtime) => runtime,
-                Err(e) => {
-                    let _ = done.send(Err(format!("cannot start the MCP runtime: {e}")));
+                Err(source) => {
+                    let _ = done.send(Err(StdioError::Start {
+                        what: "runtime",
+                        source,
+                    }));
                     return;
                 }
             };
@@ -94,12 +99,13 @@ pub async fn serve(pipeline: Arc<Pipeline>, shutdown: CancelToken) -> Result<(),
             }
             let _ = done.send(served);
         });
-    if let Err(e) = thread {
-        return Err(format!("cannot start the MCP thread: {e}"));
+    if let Err(source) = thread {
+        return Err(StdioError::Start {
+            what: "thread",
+            source,
+        });
     }
-    finished
-        .await
-        .unwrap_or_else(|_| Err("the MCP session ended abnormally".into()))
+    finished.await.unwrap_or(Err(StdioError::Abnormal))
 }
 
 /// Answers, with an error, every request rmcp took and never answered.
@@ -123,17 +129,20 @@ async fn session(
     shutdown: CancelToken,
     gone: CancelToken,
     router: &Router,
-) -> Result<(), String> {
+) -> Result<(), StdioError> {
     let running = tokio::select! {
         running = server.serve(transport) => match running {
             Ok(running) => running,
             // A client that leaves before initializing is not a failure.
             Err(_) if gone.is_cancelled() => return Ok(()),
-            Err(e) => return Err(format!("the MCP session did not start: {e}")),
+            Err(e) => return Err(StdioError::Handshake(Box::new(e))),
         },
         _ = shutdown.cancelled() => return Ok(()),
     };
     router.start_direct_calls(running.peer().clone());
+    // The code that only ran at start-up (plan, mounts, stores) leaves the
+    // resident set; what calls need comes back as minor faults.
+    trim::release_once_warm();
     let stop = running.cancellation_token();
     let watcher = tokio::spawn(async move {
         shutdown.cancelled().await;
