@@ -351,11 +351,24 @@ fn killing_the_reaper_from_outside_takes_the_whole_command_with_it() {
         assert!(Instant::now() < end, "the job never started its sleepers");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SAFETY: SIGKILL to the job's reaper, our own child.
+    // SAFETY: SIGKILL to the job's reaper (a process of this test's
+    // user; a stale pid could only be another of our own processes).
     unsafe { libc::kill(reaper, libc::SIGKILL) };
     assert_none_survive(&m, Duration::from_secs(3));
-    let out = call("bash_output", json!({ "id": id }));
-    assert_eq!(out["output"]["running"], false, "{out}");
+    // The job's end reaches the module through the reaper program's pidfd,
+    // a moment after the processes are gone: wait for it, bounded.
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = call("bash_output", json!({ "id": id }));
+        if out["output"]["running"] == false {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "the job still runs after its reaper was killed: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     host.shutdown();
 }
 

@@ -106,6 +106,14 @@ fn the_audit_log_and_idempotency_store_survive_kill_9() {
     let mut torn = Vec::new();
     for (n, line) in text.lines().enumerate() {
         match serde_json::from_str::<Value>(line) {
+            // The record a writer appends after a torn line names it.
+            Ok(record) if record["event"] == "restart_after_torn_line" => {
+                assert_eq!(
+                    torn.last(),
+                    Some(&(n - 1)),
+                    "a restart record follows a torn line: line {n}"
+                );
+            }
             Ok(record) => {
                 assert!(record["call_id"].is_string(), "line {n}: {line}");
                 records += 1;
@@ -130,8 +138,11 @@ fn a_torn_last_audit_record_is_closed_before_new_records() {
     assert!(called.stderr.contains("torn record"), "{}", called.stderr);
     let text = std::fs::read_to_string(&audit).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
     assert_eq!(lines[1], "{\"call_id\":\"to", "the fragment is kept as it was");
-    let record: Value = serde_json::from_str(lines[2]).expect("the new record is a whole line");
+    let restart: Value = serde_json::from_str(lines[2]).expect("the restart record is a whole line");
+    assert_eq!(restart["event"], "restart_after_torn_line", "{text}");
+    assert_eq!(restart["torn_bytes"], 14, "{text}");
+    let record: Value = serde_json::from_str(lines[3]).expect("the new record is a whole line");
     assert_eq!(record["tool"], "echo");
 }

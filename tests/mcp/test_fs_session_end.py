@@ -7,21 +7,20 @@ before, without reading it again. Readiness is that report, never a sleep."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import httpx2
 
 from harness import wait_until
-from test_http_abuse import auth, call, open_session, start
+from test_http_abuse import auth, call, open_session, rpc_messages, start
 
 PLAN = '[[tools]]\nmodule = "filesystem"\n'
 
 
 def result_of(response) -> dict:
-    for line in response.text.splitlines():
-        if line.startswith("data:") and '"result"' in line:
-            return json.loads(line[5:])["result"]
+    for message in rpc_messages(response):
+        if "result" in message:
+            return message["result"]
     raise AssertionError(response.text)
 
 
