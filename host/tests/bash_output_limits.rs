@@ -6,54 +6,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{module_file, target_dir};
-use serde_json::{json, Value};
-use toolhost::cancel::CancelToken;
-use toolhost::host::Host;
-use toolhost::pipeline::{Call, Pipeline};
-use toolhost::plan::Plan;
-
-/// The module mounted in this process (background jobs live here).
-struct InProc {
-    runtime: tokio::runtime::Runtime,
-    host: Arc<Host>,
-    pipeline: Pipeline,
-    dir: tempfile::TempDir,
-}
-
-impl InProc {
-    fn new(config: &str) -> InProc {
-        module_file("toolhost_bash");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let text = format!(
-            "[host]\nworking_dir = \".\"\nmodule_path = [{:?}]\n\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n{config}\n",
-            target_dir().display().to_string()
-        );
-        let file = dir.path().join("plan.toml");
-        std::fs::write(&file, &text).expect("write plan");
-        let host = Arc::new(Host::open(Plan::parse(&text, &file).expect("plan")).expect("host"));
-        let pipeline = Pipeline::new(host.clone(), CancelToken::new());
-        let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        InProc {
-            runtime,
-            host,
-            pipeline,
-            dir,
-        }
-    }
-
-    fn call(&self, name: &str, input: Value) -> Value {
-        let r = self.runtime.block_on(self.pipeline.call(Call {
-            name: name.into(),
-            input,
-            ..Call::default()
-        }));
-        serde_json::to_value(r).expect("json")
-    }
-}
+use common::in_process::InProcess;
+use serde_json::json;
 
 /// Files under `root` whose bytes hold `needle`.
 fn files_holding(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
@@ -83,7 +39,7 @@ fn files_holding(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
 #[test]
 fn a_flood_leaves_no_file_behind_with_the_sandbox_on_or_off() {
     for sandbox in ["off", "workspace-write"] {
-        let p = InProc::new(&format!("sandbox = \"{sandbox}\"\nmax_output_bytes = 1000"));
+        let p = InProcess::bash(&format!("sandbox = \"{sandbox}\"\nmax_output_bytes = 1000"));
         let r = p.call(
             "bash",
             json!({"command": "echo \"tmp=$TMPDIR\"; seq 1 200000; seq 1 100000 >&2"}),
@@ -133,7 +89,7 @@ fn a_flood_leaves_no_file_behind_with_the_sandbox_on_or_off() {
 
 #[test]
 fn timeout_takes_fractional_seconds_within_todays_bounds() {
-    let p = InProc::new("sandbox = \"off\"\nkill_grace_ms = 200");
+    let p = InProcess::bash("sandbox = \"off\"\nkill_grace_ms = 200");
     let start = Instant::now();
     let r = p.call("bash", json!({"command": "sleep 30", "timeout": 1.5}));
     let took = start.elapsed();
@@ -162,7 +118,7 @@ fn timeout_takes_fractional_seconds_within_todays_bounds() {
 
 #[test]
 fn bash_output_filter_keeps_matching_lines_and_a_bad_pattern_loses_nothing() {
-    let p = InProc::new("sandbox = \"off\"");
+    let p = InProcess::bash("sandbox = \"off\"");
     let r = p.call(
         "bash",
         json!({

@@ -12,12 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::in_process::InProcess;
 use common::{module_file, target_dir, Env};
 use serde_json::{json, Value};
-use toolhost::cancel::CancelToken;
-use toolhost::host::Host;
-use toolhost::pipeline::{Call, Pipeline};
-use toolhost::plan::Plan;
 
 const SECRET: &str = "thsecret_7f3a9c_do_not_leak";
 
@@ -311,34 +308,11 @@ print(\"forked=%d\" % n)
     assert_none_survive(&m, Duration::from_secs(3));
 }
 
-/// The module in this process, so the test can kill a job's reaper.
-fn in_process(config: &str) -> (Arc<Host>, Pipeline, tokio::runtime::Runtime, tempfile::TempDir) {
-    module_file("toolhost_bash");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let text = format!(
-        "[host]\nworking_dir = \".\"\nmodule_path = [{:?}]\n\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n{config}\n",
-        target_dir().display().to_string()
-    );
-    let file = dir.path().join("plan.toml");
-    std::fs::write(&file, &text).expect("write plan");
-    let host = Arc::new(Host::open(Plan::parse(&text, &file).expect("plan")).expect("host"));
-    let pipeline = Pipeline::new(host.clone(), CancelToken::new());
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    (host, pipeline, runtime, dir)
-}
-
 #[test]
 fn killing_the_reaper_from_outside_takes_the_whole_command_with_it() {
     let m = marker("reaper");
-    let (host, pipeline, runtime, _dir) = in_process("");
-    let call = |name: &str, input: Value| {
-        let r = runtime.block_on(pipeline.call(Call {
-            name: name.into(),
-            input,
-            ..Call::default()
-        }));
-        serde_json::to_value(r).expect("json")
-    };
+    let p = InProcess::bash("");
+    let call = |name: &str, input: Value| p.call(name, input);
     let r = call(
         "bash",
         json!({"command": format!("export {m}=1; setsid sleep 1000 & nohup sleep 1000 & echo ready; wait"), "run_in_background": true}),
@@ -369,7 +343,7 @@ fn killing_the_reaper_from_outside_takes_the_whole_command_with_it() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    host.shutdown();
+    p.host.shutdown();
 }
 
 #[test]
@@ -475,18 +449,11 @@ fn a_short_command_is_not_held_open_by_a_concurrent_jobs_reaper() {
         // A first host takes this process's lowest free fds (5 and 6
         // among them, in a test run alone); once it is gone, the calls'
         // pipes land there.
-        let first = in_process(config);
-        let (host, pipeline, runtime, _dir) = in_process(config);
-        first.0.shutdown();
+        let first = InProcess::bash(config);
+        let p = InProcess::bash(config);
+        first.host.shutdown();
         drop(first);
-        let call = |name: &str, input: Value| {
-            let r = runtime.block_on(pipeline.call(Call {
-                name: name.into(),
-                input,
-                ..Call::default()
-            }));
-            serde_json::to_value(r).expect("json")
-        };
+        let call = |name: &str, input: Value| p.call(name, input);
         for round in 0..40 {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             std::thread::scope(|s| {
@@ -518,7 +485,7 @@ fn a_short_command_is_not_held_open_by_a_concurrent_jobs_reaper() {
                 );
             });
         }
-        host.shutdown();
+        p.host.shutdown();
     }
 }
 

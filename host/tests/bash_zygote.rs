@@ -5,55 +5,16 @@
 
 mod common;
 
-use std::sync::Arc;
+use common::in_process::InProcess;
 
-use common::{module_file, target_dir};
-use serde_json::{json, Value};
-use toolhost::cancel::CancelToken;
-use toolhost::host::Host;
-use toolhost::pipeline::{Call, Pipeline};
-use toolhost::plan::Plan;
-
-struct InProcess {
-    host: Arc<Host>,
-    pipeline: Pipeline,
-    runtime: tokio::runtime::Runtime,
-    _dir: tempfile::TempDir,
+trait Ok {
+    fn ok(&self, command: &str) -> String;
 }
 
-impl InProcess {
-    fn new(config: &str) -> InProcess {
-        module_file("toolhost_bash");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let text = format!(
-            "[host]\nworking_dir = \".\"\nmodule_path = [{:?}]\n\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n{config}\n",
-            target_dir().display().to_string()
-        );
-        let file = dir.path().join("plan.toml");
-        std::fs::write(&file, &text).expect("write plan");
-        let host = Arc::new(Host::open(Plan::parse(&text, &file).expect("plan")).expect("host"));
-        let pipeline = Pipeline::new(host.clone(), CancelToken::new());
-        let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        InProcess {
-            host,
-            pipeline,
-            runtime,
-            _dir: dir,
-        }
-    }
-
-    fn bash(&self, command: &str) -> Value {
-        let r = self.runtime.block_on(self.pipeline.call(Call {
-            name: "bash".into(),
-            input: json!({ "command": command }),
-            ..Call::default()
-        }));
-        serde_json::to_value(r).expect("json")
-    }
-
+impl Ok for InProcess {
     /// Runs `command` and returns its stdout, failing on anything but success.
     fn ok(&self, command: &str) -> String {
-        let r = self.bash(command);
+        let r = self.run(command);
         assert_eq!(r["status"], "success", "`{command}`: {r}");
         r["output"]["stdout"].as_str().unwrap_or("").to_string()
     }
@@ -80,7 +41,7 @@ fn zygote_pid(out: &str) -> i32 {
 
 #[test]
 fn every_reaper_is_forked_by_one_zygote_the_host_started_never_by_the_host() {
-    let p = InProcess::new("sandbox = \"off\"");
+    let p = InProcess::bash("sandbox = \"off\"");
     let first = p.ok(LINEAGE);
     let second = p.ok(LINEAGE);
     for out in [&first, &second] {
@@ -102,15 +63,15 @@ fn every_reaper_is_forked_by_one_zygote_the_host_started_never_by_the_host() {
 
 #[test]
 fn a_command_that_stops_or_kills_the_zygote_does_not_break_the_next_call() {
-    let p = InProcess::new("sandbox = \"off\"");
+    let p = InProcess::bash("sandbox = \"off\"");
     let before = zygote_pid(&p.ok(LINEAGE));
     // Stopped: the host wakes it before the next request.
-    let r = p.bash(&format!("kill -STOP {before}; echo stopped"));
+    let r = p.run(&format!("kill -STOP {before}; echo stopped"));
     assert_eq!(r["status"], "success", "{r}");
     let after_stop = p.ok(LINEAGE);
     assert_eq!(zygote_pid(&after_stop), before, "{after_stop}");
     // Killed: the next call starts a fresh one.
-    let r = p.bash(&format!("kill -KILL {before}; echo killed"));
+    let r = p.run(&format!("kill -KILL {before}; echo killed"));
     assert_eq!(r["status"], "success", "{r}");
     assert!(
         r["output"]["stdout"].as_str().unwrap_or("").contains("killed"),
@@ -128,14 +89,14 @@ fn a_command_that_stops_or_kills_the_zygote_does_not_break_the_next_call() {
 
 #[test]
 fn the_zygote_ends_with_its_mount() {
-    let p = InProcess::new("sandbox = \"off\"");
+    let p = InProcess::bash("sandbox = \"off\"");
     let zygote = zygote_pid(&p.ok(LINEAGE));
     assert!(std::path::Path::new(&format!("/proc/{zygote}")).exists());
     let InProcess {
         host,
         pipeline,
         runtime,
-        _dir,
+        dir: _dir,
     } = p;
     host.shutdown();
     drop(pipeline);
@@ -150,7 +111,7 @@ fn the_zygote_ends_with_its_mount() {
 
 #[test]
 fn with_the_sandbox_on_commands_cannot_see_the_zygote() {
-    let p = InProcess::new("");
+    let p = InProcess::bash("");
     // PID 1 is the reaper; its parent is outside the namespace (0).
     let out = p.ok("awk '{print \"ppid=\" $4}' /proc/1/stat; ls /proc | grep -c '^[0-9]' ");
     assert_eq!(field(&out, "ppid="), "0", "{out}");

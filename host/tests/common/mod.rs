@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 pub mod fs_lab;
+pub mod in_process;
 pub mod pdf;
 pub mod serve;
 
