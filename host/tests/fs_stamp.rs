@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::SystemTime;
 
+use common::serve::{all_text, toolhost_meta};
 use common::Env;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -31,32 +32,8 @@ async fn call(client: &RunningService<RoleClient, ()>, name: &str, input: Value)
     client.call_tool(params).await.expect("tools/call")
 }
 
-/// The result's `_meta.toolhost` (status, code, message).
-fn info(result: &CallToolResult) -> Value {
-    result
-        .meta
-        .as_ref()
-        .map(|m| m.0["toolhost"].clone())
-        .unwrap_or(Value::Null)
-}
-
-/// The result's text content (a refusal's message).
-fn text(result: &CallToolResult) -> String {
-    let wire = serde_json::to_value(result).expect("serializes");
-    wire["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
-}
-
 fn assert_ok(result: &CallToolResult) {
-    assert_eq!(result.is_error, Some(false), "{}", info(result));
+    assert_eq!(result.is_error, Some(false), "{}", toolhost_meta(result));
 }
 
 /// Device, inode, size and mtime (ns): every field the old stamp had.
@@ -89,10 +66,10 @@ fn project(env: &Env) -> std::path::PathBuf {
 }
 
 fn assert_changed_since_read(result: &CallToolResult) {
-    let info = info(result);
+    let info = toolhost_meta(result);
     assert_eq!(result.is_error, Some(true), "the write must be refused: {info}");
     assert_eq!(info["code"], "read_before_write", "{info}");
-    let message = text(result);
+    let message = all_text(result);
     assert!(
         message.contains("changed on disk since you last read it"),
         "{message}"
@@ -150,9 +127,14 @@ async fn a_same_size_rewrite_with_mtime_restored_is_refused_as_changed_since_rea
         undo.is_error,
         Some(true),
         "the undo must be refused: {}",
-        info(&undo)
+        toolhost_meta(&undo)
     );
-    assert_eq!(info(&undo)["code"], "changed_since_edit", "{}", info(&undo));
+    assert_eq!(
+        toolhost_meta(&undo)["code"],
+        "changed_since_edit",
+        "{}",
+        toolhost_meta(&undo)
+    );
     assert_eq!(std::fs::read_to_string(&file).expect("read"), "dddd\n");
     client.cancel().await.expect("close");
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::serve::HttpServer;
+use common::serve::{toolhost_meta, HttpServer};
 use common::{module_file, Env};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
 use rmcp::service::RunningService;
@@ -132,17 +132,8 @@ async fn call(
     client.call_tool(params).await.expect("tools/call")
 }
 
-/// `_meta.toolhost` of a result.
-fn info(result: &CallToolResult) -> Value {
-    result
-        .meta
-        .as_ref()
-        .map(|m| m.0["toolhost"].clone())
-        .unwrap_or(Value::Null)
-}
-
 fn refused(result: &CallToolResult, reason: &str) -> Value {
-    let info = info(result);
+    let info = toolhost_meta(result);
     assert_eq!(result.is_error, Some(true), "{info}");
     assert_eq!(info["status"], "policy_denied", "{info}");
     assert_eq!(info["code"], "grant_missing", "{info}");
@@ -164,13 +155,13 @@ async fn two_principals_see_and_call_only_their_grants() {
     // Per-run limit: two calls in run r1, the third refused; r2 starts anew.
     for _ in 0..2 {
         let ok = call(&alice, "echo", json!({"message": "hi"}), Some("r1")).await;
-        assert_eq!(ok.is_error, Some(false), "{}", info(&ok));
+        assert_eq!(ok.is_error, Some(false), "{}", toolhost_meta(&ok));
     }
     let third = call(&alice, "echo", json!({"message": "hi"}), Some("r1")).await;
     let details = refused(&third, "max_calls");
     assert_eq!(details["details"]["run_id"], "r1");
     let other_run = call(&alice, "echo", json!({"message": "hi"}), Some("r2")).await;
-    assert_eq!(other_run.is_error, Some(false), "{}", info(&other_run));
+    assert_eq!(other_run.is_error, Some(false), "{}", toolhost_meta(&other_run));
 
     // No grant: named in the refusal.
     let ungranted = call(&alice, "greet", json!({"name": "x"}), None).await;
@@ -189,9 +180,9 @@ async fn two_principals_see_and_call_only_their_grants() {
     let details = refused(&too_strong, "max_effect");
     assert_eq!(details["details"]["max_effect"], "mutation");
     let scoped = call(&bob, "vault_read", json!({}), None).await;
-    assert_eq!(scoped.is_error, Some(false), "{}", info(&scoped));
+    assert_eq!(scoped.is_error, Some(false), "{}", toolhost_meta(&scoped));
     let greeted = call(&bob, "greet", json!({"name": "bob"}), None).await;
-    assert_eq!(greeted.is_error, Some(false), "{}", info(&greeted));
+    assert_eq!(greeted.is_error, Some(false), "{}", toolhost_meta(&greeted));
 
     // The server's own token is [host] principal 'local', which has no grant.
     let local = connect(&url, SERVER).await;

@@ -11,6 +11,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::serve::toolhost_meta;
 use common::{module_file, Env};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::RunningService;
@@ -72,14 +73,6 @@ impl Served {
             .await
             .unwrap_or_else(|_| panic!("no stderr line with {needle:?} within 20s"))
     }
-}
-
-fn toolhost_meta(result: &CallToolResult) -> Value {
-    result
-        .meta
-        .as_ref()
-        .and_then(|m| m.0.get("toolhost").cloned())
-        .unwrap_or(Value::Null)
 }
 
 fn assert_ok(result: &CallToolResult, what: &str) {

@@ -70,6 +70,17 @@ pub fn text(result: &CallToolResult) -> String {
         .collect()
 }
 
+/// Every text block of a result, joined by newlines, whatever its status
+/// (a refusal's message included).
+pub fn all_text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A client handler that keeps the token of every progress notification,
 /// and wakes whoever awaits a number of distinct ones: the readiness signal
 /// that that many calls have started running (a tool reports progress once
