@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use url::Url;
 
-use super::{hits, Hit, Item};
+use super::{hits, AnswerError, Hit, Item};
 
 /// The request URL for `query`.
 pub fn request_url(endpoint: &Url, query: &str, count: usize) -> Url {
@@ -28,9 +28,8 @@ struct Web {
 }
 
 /// Parses a Brave answer into at most `max` hits.
-pub fn parse(body: &[u8], max: usize) -> Result<Vec<Hit>, String> {
-    let response: Response = serde_json::from_slice(body)
-        .map_err(|e| format!("Brave Search answered with unexpected JSON ({e})"))?;
+pub fn parse(body: &[u8], max: usize) -> Result<Vec<Hit>, AnswerError> {
+    let response: Response = serde_json::from_slice(body).map_err(AnswerError::Brave)?;
     Ok(hits(response.web.map(|w| w.results).unwrap_or_default(), max))
 }
 

@@ -3,7 +3,10 @@
 //! a failed search is an error, never made-up results.
 
 pub mod brave;
+mod error;
 pub mod searxng;
+
+pub use error::{AnswerError, ConfigError};
 
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -52,21 +55,16 @@ impl Backend {
     pub fn from_config(
         config: &SearchConfig,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Backend, String> {
+    ) -> Result<Backend, ConfigError> {
         let choice = match config.backend.as_deref() {
             Some(b) => b.trim().to_ascii_lowercase(),
             None if config.searxng_url.is_some() => "searxng".into(),
             None if config.brave_api_key_env.is_some() => "brave".into(),
-            None => {
-                return Err("no search backend is configured; set search.searxng_url (a SearXNG instance with the JSON format enabled) or search.brave_api_key_env (the name of the environment variable holding a Brave Search API key) in the web module's config".into())
-            }
+            None => return Err(ConfigError::NoBackend),
         };
         match choice.as_str() {
             "searxng" => {
-                let base = config
-                    .searxng_url
-                    .as_deref()
-                    .ok_or("search.backend is \"searxng\" but search.searxng_url is not set")?;
+                let base = config.searxng_url.as_deref().ok_or(ConfigError::NoSearxngUrl)?;
                 Ok(Backend::Searxng {
                     endpoint: searxng::endpoint(base)?,
                 })
@@ -75,21 +73,18 @@ impl Backend {
                 let var = config
                     .brave_api_key_env
                     .as_deref()
-                    .ok_or("search.backend is \"brave\" but search.brave_api_key_env is not set")?;
-                let key = env(var).filter(|k| !k.trim().is_empty()).ok_or_else(|| {
-                    format!("search.brave_api_key_env names {var}, but that environment variable is not set or is empty")
-                })?;
-                let endpoint = Url::parse(&config.brave_endpoint).map_err(|e| {
-                    format!(
-                        "search.brave_endpoint {:?} is not a URL: {e}",
-                        config.brave_endpoint
-                    )
-                })?;
+                    .ok_or(ConfigError::NoBraveKeyVariable)?;
+                let key = env(var)
+                    .filter(|k| !k.trim().is_empty())
+                    .ok_or_else(|| ConfigError::BraveKeyUnset(var.to_string()))?;
+                let endpoint =
+                    Url::parse(&config.brave_endpoint).map_err(|error| ConfigError::BraveEndpoint {
+                        url: config.brave_endpoint.clone(),
+                        error,
+                    })?;
                 Ok(Backend::Brave { endpoint, key })
             }
-            other => Err(format!(
-                "search.backend {other:?} is unknown; use \"searxng\" or \"brave\""
-            )),
+            other => Err(ConfigError::UnknownBackend(other.to_string())),
         }
     }
 }
@@ -160,6 +155,8 @@ mod tests {
     #[test]
     fn no_backend_says_what_to_set() {
         let err = Backend::from_config(&SearchConfig::default(), |_| None).unwrap_err();
+        assert!(matches!(err, ConfigError::NoBackend), "{err}");
+        let err = err.to_string();
         assert!(
             err.contains("searxng_url") && err.contains("brave_api_key_env"),
             "{err}"
@@ -173,7 +170,11 @@ mod tests {
             ..SearchConfig::default()
         };
         let err = Backend::from_config(&config, |_| None).unwrap_err();
-        assert!(err.contains("MY_KEY"), "{err}");
+        assert!(
+            matches!(&err, ConfigError::BraveKeyUnset(var) if var == "MY_KEY"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("MY_KEY"), "{err}");
         let ok = Backend::from_config(&config, |v| (v == "MY_KEY").then(|| "k".to_string())).unwrap();
         assert_eq!(ok.name(), "brave");
     }

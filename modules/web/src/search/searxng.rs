@@ -4,17 +4,16 @@
 use serde::Deserialize;
 use url::Url;
 
-use super::{hits, Hit, Item};
+use super::{hits, AnswerError, ConfigError, Hit, Item};
 
 /// The `/search` endpoint under a SearXNG base URL.
-pub fn endpoint(base: &str) -> Result<Url, String> {
-    let mut url = Url::parse(base.trim()).map_err(|e| {
-        format!("search.searxng_url {base:?} is not a URL ({e}); write e.g. \"http://127.0.0.1:8888\"")
+pub fn endpoint(base: &str) -> Result<Url, ConfigError> {
+    let mut url = Url::parse(base.trim()).map_err(|error| ConfigError::SearxngUrl {
+        url: base.to_string(),
+        error,
     })?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "search.searxng_url {base:?} must be an http or https URL"
-        ));
+        return Err(ConfigError::SearxngScheme(base.to_string()));
     }
     if !url.path().trim_end_matches('/').ends_with("/search") {
         let path = format!("{}/search", url.path().trim_end_matches('/'));
@@ -40,9 +39,8 @@ struct Response {
 }
 
 /// Parses a SearXNG JSON answer into at most `max` hits.
-pub fn parse(body: &[u8], max: usize) -> Result<Vec<Hit>, String> {
-    let response: Response = serde_json::from_slice(body)
-        .map_err(|e| format!("SearXNG answered with something other than its JSON format ({e})"))?;
+pub fn parse(body: &[u8], max: usize) -> Result<Vec<Hit>, AnswerError> {
+    let response: Response = serde_json::from_slice(body).map_err(AnswerError::Searxng)?;
     Ok(hits(response.results, max))
 }
 

@@ -147,7 +147,7 @@ impl WebSearch {
             Backend::Searxng { .. } => searxng::parse(&body.bytes, max),
             Backend::Brave { .. } => brave::parse(&body.bytes, max),
         };
-        parsed.map_err(|m| ToolError::new("search_failed", m))
+        parsed.map_err(|e| ToolError::new("search_failed", e.to_string()))
     }
 }
 
