@@ -117,3 +117,16 @@ fn with_the_sandbox_on_commands_cannot_see_the_zygote() {
     assert_eq!(field(&out, "ppid="), "0", "{out}");
     p.host.shutdown();
 }
+
+/// The reaper ignores the signals a terminal or a stray `kill` would send
+/// it (set once by the reaper program, which every reaper is a fork of),
+/// and the command starts with none ignored.
+#[test]
+fn the_reaper_ignores_stray_signals_and_the_command_inherits_none() {
+    let p = InProcess::bash("sandbox = \"off\"");
+    let out = p.ok("grep SigIgn /proc/$PPID/status; grep SigIgn /proc/self/status");
+    let masks: Vec<&str> = out.lines().filter_map(|l| l.split_whitespace().nth(1)).collect();
+    // HUP INT QUIT USR1 USR2 PIPE ALRM TERM TSTP TTIN TTOU.
+    assert_eq!(masks, ["0000000000387a07", "0000000000000000"], "{out}");
+    p.host.shutdown();
+}

@@ -55,6 +55,8 @@ pub const MAX_SPEC: usize = 64 << 20;
 /// The program's `main`. Never returns.
 pub fn run() -> ! {
     block_all_signals();
+    // SAFETY: every signal was blocked just above.
+    unsafe { reaper::reset_dispositions() };
     // SAFETY: prctl on this process with constant arguments: neither a
     // debugger of the same user nor /proc/<pid>/mem reaches this process
     // (nor, by inheritance, the reapers it forks).

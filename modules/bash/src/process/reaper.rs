@@ -121,7 +121,7 @@ pub const MAX_READ_ONLY: usize = 4;
 
 /// Signals the reaper ignores, so that a terminal's or a process group's
 /// signals do not end it before its tree; the shell gets them back.
-const IGNORED: [c_int; 11] = [
+pub(super) const IGNORED: [c_int; 11] = [
     libc::SIGHUP,
     libc::SIGINT,
     libc::SIGQUIT,
@@ -260,6 +260,30 @@ struct Rlimit64 {
 
 const SIGSET_SIZE: usize = 8;
 
+/// Every signal to its default disposition, then `IGNORED` ignored: what
+/// each reaper needs before it lets a signal through. Done once by the
+/// reaper program at its start, since every reaper is a fork of it and
+/// inherits its dispositions (the program was spawned with every signal at
+/// its default, but Rust's runtime then ignores SIGPIPE and catches SIGSEGV
+/// and SIGBUS).
+///
+/// # Safety
+/// Every signal must be blocked, so no handler runs while they change.
+pub(super) unsafe fn reset_dispositions() {
+    let mut sig = 1;
+    while sig <= 64 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: the caller blocked every signal; see `# Safety`.
+            unsafe { set_handler(sig, libc::SIG_DFL) };
+        }
+        sig += 1;
+    }
+    for sig in IGNORED {
+        // SAFETY: as above.
+        unsafe { set_handler(sig, libc::SIG_IGN) };
+    }
+}
+
 /// The reaper's entry point, in the reaper program (or its child in new
 /// namespaces). Never returns.
 ///
@@ -318,18 +342,10 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
             }
         }
 
-        // Handlers copied from the host point into its code: drop them all
-        // before any signal is let through.
-        let mut sig = 1;
-        while sig <= 64 {
-            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                set_handler(sig, libc::SIG_DFL);
-            }
-            sig += 1;
-        }
-        for sig in IGNORED {
-            set_handler(sig, libc::SIG_IGN);
-        }
+        // Signal dispositions come from the reaper program, which set
+        // them once at its start (`reset_dispositions`): every signal at
+        // its default but `IGNORED`. Setting them here again cost 64
+        // system calls per command.
         sys!(libc::SYS_setsid);
         if !p.setup.pid_ns {
             sys!(libc::SYS_prctl, libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -853,7 +869,8 @@ fn put_num(buf: &mut [u8; 64], at: usize, value: libc::pid_t) -> usize {
 
 ///
 /// # Safety
-/// Only in the reaper or the shell's child: raw system calls, no allocation (see the module docs).
+/// Only in the reaper program, a reaper or the shell's child, with every
+/// signal blocked: raw system calls, no allocation (see the module docs).
 unsafe fn set_handler(sig: c_int, handler: libc::sighandler_t) {
     // SAFETY: the caller upholds this function's contract; see `# Safety`.
     unsafe {
