@@ -149,3 +149,33 @@ def test_the_fast_path_and_rmcps_path_answer_the_corpus_alike(workspace):
     # error each, without an id; the notifications: nothing.
     assert len(fast[NO_ID]) == 4, fast[NO_ID]
     assert [k for k in fast if k.startswith("notification")] == [], fast.keys()
+
+
+def test_meta_means_the_same_on_both_paths(workspace):
+    """What `_meta` carries is the call's, whichever path runs it: the same
+    idempotency key twice runs the side effect once (the second answer is
+    the first one replayed, and audited as a replay), and the request
+    context reaches the audit."""
+    for direct in (True, False):
+        ws = workspace()
+        server = RawServer(ws, env=None if direct else {"TOOLHOST_MCP_STDIO_DIRECT": "off"})
+        try:
+            server.initialize()
+            # A ping answered: rmcp has taken `initialized` (direct calls are on).
+            server.response(server.request("ping", {}))
+            # One workspace folder (and store) for both runs: a key each.
+            key = f"once-{direct}"
+            meta = {"idempotency_key": key, "run_id": "run-7"}
+            answers = [
+                server.response(server.request("tools/call", {"name": "write_key", "arguments": {"key": "k", "ms": 1}, "_meta": meta}))
+                for _ in range(2)
+            ]
+            first, again = (a["result"]["structuredContent"] for a in answers)
+            assert again == first, (direct, "the second call ran again", first, again)
+            done = [r for r in ws.audit_records() if r.get("idempotency_key") == key and r.get("status") == "success"]
+            assert [bool(r.get("replayed")) for r in done] == [False, True], (direct, done)
+            for record in done:
+                assert record.get("tool") == "write_key", (direct, record)
+                assert record.get("context", {}).get("run_id") == "run-7", (direct, record)
+        finally:
+            server.kill()

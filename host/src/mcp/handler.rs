@@ -10,7 +10,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::Value;
 
 use super::http::sessions::{CallGuard, SessionCalls};
 use super::{convert, elicit, progress};
@@ -140,22 +139,12 @@ impl ServerHandler for ToolhostServer {
             .get_progress_token()
             .map(|token| progress::Reporter::start(context.peer.clone(), token));
         let call = Call {
-            name: request.name.into_owned(),
-            input: Value::Object(request.arguments.unwrap_or_default()),
             cancel: Some(cancel.clone()),
             progress: reporter.as_ref().map(progress::Reporter::sink),
             approver: elicit::approver(&context.peer, cancel.clone()),
             session_id,
-            // `_meta.idempotency_key`: run a side-effecting call once per key
-            // (see pipeline/idempotency.rs).
-            idempotency_key: context
-                .meta
-                .get("idempotency_key")
-                .and_then(Value::as_str)
-                .map(str::to_string),
             principal: http_principal(&context).map(str::to_string),
-            context: crate::governance::request::from_meta(&context.meta),
-            ..Call::default()
+            ..super::call::from_request(request.name.into_owned(), request.arguments, &context.meta)
         };
         // Boxed: the pipeline's future is large, and rmcp moves the handler's
         // future into a task per request.

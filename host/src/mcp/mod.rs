@@ -9,6 +9,7 @@
 //! the latter behind a bearer token ([`auth`]) whenever it leaves loopback.
 
 pub mod auth;
+pub mod call;
 pub mod convert;
 pub mod elicit;
 pub mod handler;

@@ -52,7 +52,6 @@ use rmcp::model::{
     ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use serde_json::Value;
 use toolhost_core::ToolResult;
 
 use super::super::auth::{Body, Principal};
@@ -229,17 +228,10 @@ impl Direct {
         }
         let (session_ended, running) = self.calls.enter(session);
         let call = Call {
-            name: params.name.into_owned(),
-            input: Value::Object(params.arguments.unwrap_or_default()),
             cancel: Some(cancel.clone()),
             session_id: Some(crate::session::http(session)),
-            idempotency_key: meta
-                .get("idempotency_key")
-                .and_then(Value::as_str)
-                .map(str::to_string),
             principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
-            context: crate::governance::request::from_meta(&meta),
-            ..Call::default()
+            ..super::super::call::from_request(params.name.into_owned(), params.arguments, &meta)
         };
         let pipeline = self.pipeline.clone();
         let shutdown = self.shutdown.clone();

@@ -33,7 +33,6 @@ use rmcp::model::{
 use rmcp::{Peer, RoleServer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 use tokio::runtime::Handle;
 use toolhost_core::ToolResult;
 
@@ -249,17 +248,11 @@ impl Router {
                 },
             );
         }
+        let meta = params.meta.unwrap_or_default();
         let call = Call {
-            name: params.name.into_owned(),
-            input: Value::Object(params.arguments.unwrap_or_default()),
             cancel: Some(cancel.clone()),
             approver: elicit::approver(peer, cancel),
-            context: params
-                .meta
-                .as_ref()
-                .map(|m| crate::governance::request::from_meta(m))
-                .unwrap_or_default(),
-            ..Call::default()
+            ..crate::mcp::call::from_request(params.name.into_owned(), params.arguments, &meta)
         };
         // Made before the job, so a job dropped unrun still answers.
         let reply = Reply {
