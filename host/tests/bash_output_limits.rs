@@ -5,10 +5,11 @@
 
 mod common;
 
+use common::InProcess;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::in_process::InProcess;
 use serde_json::json;
 
 /// Files under `root` whose bytes hold `needle`.
@@ -40,7 +41,7 @@ fn files_holding(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
 fn a_flood_leaves_no_file_behind_with_the_sandbox_on_or_off() {
     for sandbox in ["off", "workspace-write"] {
         let p = InProcess::bash(&format!("sandbox = \"{sandbox}\"\nmax_output_bytes = 1000"));
-        let r = p.call(
+        let r = p.call_json(
             "bash",
             json!({"command": "echo \"tmp=$TMPDIR\"; seq 1 200000; seq 1 100000 >&2"}),
         );
@@ -65,7 +66,7 @@ fn a_flood_leaves_no_file_behind_with_the_sandbox_on_or_off() {
         // folder (its state folder included), nor beside the private temp
         // folders of the sandbox.
         let middle = b"\n150000\n";
-        let mut roots = vec![p.dir.path().to_path_buf()];
+        let mut roots = vec![p.path().to_path_buf()];
         let tmp = out["stdout"]
             .as_str()
             .unwrap_or("")
@@ -91,7 +92,7 @@ fn a_flood_leaves_no_file_behind_with_the_sandbox_on_or_off() {
 fn timeout_takes_fractional_seconds_within_todays_bounds() {
     let p = InProcess::bash("sandbox = \"off\"\nkill_grace_ms = 200");
     let start = Instant::now();
-    let r = p.call("bash", json!({"command": "sleep 30", "timeout": 1.5}));
+    let r = p.call_json("bash", json!({"command": "sleep 30", "timeout": 1.5}));
     let took = start.elapsed();
     assert_eq!(r["status"], "timeout", "{r}");
     assert!(r.to_string().contains("timed out after 1.5 s"), "{r}");
@@ -104,11 +105,11 @@ fn timeout_takes_fractional_seconds_within_todays_bounds() {
         "the timeout did not end it: {took:?}"
     );
     // Under the minimum, as before: refused before anything runs.
-    let r = p.call("bash", json!({"command": "touch ran", "timeout": 0.5}));
+    let r = p.call_json("bash", json!({"command": "touch ran", "timeout": 0.5}));
     assert_eq!(r["success"], false, "{r}");
-    assert!(!p.dir.path().join("ran").exists(), "ran with timeout 0.5: {r}");
+    assert!(!p.path().join("ran").exists(), "ran with timeout 0.5: {r}");
     // A whole number is reported as one.
-    let r = p.call(
+    let r = p.call_json(
         "bash",
         json!({"command": "true", "timeout": 2, "run_in_background": true}),
     );
@@ -119,7 +120,7 @@ fn timeout_takes_fractional_seconds_within_todays_bounds() {
 #[test]
 fn bash_output_filter_keeps_matching_lines_and_a_bad_pattern_loses_nothing() {
     let p = InProcess::bash("sandbox = \"off\"");
-    let r = p.call(
+    let r = p.call_json(
         "bash",
         json!({
             "command": "for i in $(seq 1 20); do echo line-$i; echo err-$i >&2; done; touch finished.flag",
@@ -130,13 +131,13 @@ fn bash_output_filter_keeps_matching_lines_and_a_bad_pattern_loses_nothing() {
         .as_str()
         .unwrap_or_else(|| panic!("no job id: {r}"))
         .to_string();
-    let flag = p.dir.path().join("finished.flag");
+    let flag = p.path().join("finished.flag");
     let end = Instant::now() + Duration::from_secs(20);
     while !flag.exists() {
         assert!(Instant::now() < end, "the job never finished");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let bad = p.call("bash_output", json!({"id": id, "filter": "line-(1"}));
+    let bad = p.call_json("bash_output", json!({"id": id, "filter": "line-(1"}));
     assert_eq!(bad["success"], false, "{bad}");
     assert_eq!(bad["error"]["code"], "invalid_input", "{bad}");
     assert!(
@@ -144,7 +145,7 @@ fn bash_output_filter_keeps_matching_lines_and_a_bad_pattern_loses_nothing() {
         "{bad}"
     );
 
-    let r = p.call("bash_output", json!({"id": id, "filter": "^line-1[0-9]?$"}));
+    let r = p.call_json("bash_output", json!({"id": id, "filter": "^line-1[0-9]?$"}));
     assert_eq!(r["status"], "success", "{r}");
     let lines: Vec<&str> = r["output"]["stdout"].as_str().unwrap_or("").lines().collect();
     let want: Vec<String> = std::iter::once(1)
@@ -159,7 +160,7 @@ fn bash_output_filter_keeps_matching_lines_and_a_bad_pattern_loses_nothing() {
     assert_eq!(r["output"]["filtered_out_lines"], json!(9 + 20), "{r}");
     // What did not match is consumed all the same (or the job, over and
     // reported, is forgotten).
-    let again = p.call("bash_output", json!({"id": id}));
+    let again = p.call_json("bash_output", json!({"id": id}));
     if again["status"] == "success" {
         assert_eq!(again["output"]["stdout"], "", "{again}");
         assert_eq!(again["output"]["stderr"], "", "{again}");

@@ -9,18 +9,7 @@ use common::{module_file, Env};
 use serde_json::{json, Value};
 
 fn bash(env: &Env, command: &str) -> Value {
-    let out = env
-        .command()
-        .args(["call", "bash", &json!({ "command": command }).to_string()])
-        .output()
-        .expect("run toolhost");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "not a ToolResult ({e}): {stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    env.call("bash", json!({ "command": command })).result
 }
 
 fn sandboxed() -> Env {

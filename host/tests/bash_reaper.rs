@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{module_file, target_dir, Env};
+use common::{module_file, target_dir, Called, Env};
 use serde_json::{json, Value};
 
 fn plan(config: &str) -> String {
@@ -19,13 +19,7 @@ fn call(env: &Env, command: &str) -> Value {
         .args(["call", "bash", &json!({ "command": command }).to_string()])
         .output()
         .expect("run toolhost");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "not a ToolResult ({e}): {stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    Called::from_output(out).result
 }
 
 #[test]

@@ -12,8 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::in_process::InProcess;
-use common::{module_file, target_dir, Env};
+use common::{module_file, target_dir, Called, Env, InProcess};
 use serde_json::{json, Value};
 
 const SECRET: &str = "thsecret_7f3a9c_do_not_leak";
@@ -52,13 +51,7 @@ impl World {
             .args(["call", "bash", &json!({ "command": command }).to_string()])
             .output()
             .expect("run toolhost");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-            panic!(
-                "not a ToolResult ({e}): {stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        Called::from_output(out).result
     }
 }
 
@@ -312,7 +305,7 @@ print(\"forked=%d\" % n)
 fn killing_the_reaper_from_outside_takes_the_whole_command_with_it() {
     let m = marker("reaper");
     let p = InProcess::bash("");
-    let call = |name: &str, input: Value| p.call(name, input);
+    let call = |name: &str, input: Value| p.call_json(name, input);
     let r = call(
         "bash",
         json!({"command": format!("export {m}=1; setsid sleep 1000 & nohup sleep 1000 & echo ready; wait"), "run_in_background": true}),
@@ -453,7 +446,7 @@ fn a_short_command_is_not_held_open_by_a_concurrent_jobs_reaper() {
         let p = InProcess::bash(config);
         first.host.shutdown();
         drop(first);
-        let call = |name: &str, input: Value| p.call(name, input);
+        let call = |name: &str, input: Value| p.call_json(name, input);
         for round in 0..40 {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             std::thread::scope(|s| {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::in_process::InProcess;
+use common::InProcess;
 
 trait Ok {
     fn ok(&self, command: &str) -> String;
@@ -92,16 +92,8 @@ fn the_zygote_ends_with_its_mount() {
     let p = InProcess::bash("sandbox = \"off\"");
     let zygote = zygote_pid(&p.ok(LINEAGE));
     assert!(std::path::Path::new(&format!("/proc/{zygote}")).exists());
-    let InProcess {
-        host,
-        pipeline,
-        runtime,
-        dir: _dir,
-    } = p;
-    host.shutdown();
-    drop(pipeline);
-    drop(host);
-    drop(runtime);
+    // Shuts the host down, then drops it, its pipeline and its runtime.
+    drop(p);
     // The launcher reaps its zygote when the mount's state drops: no wait.
     assert!(
         !std::path::Path::new(&format!("/proc/{zygote}")).exists(),

@@ -11,7 +11,6 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 pub mod fs_lab;
-pub mod in_process;
 pub mod pdf;
 pub mod serve;
 
@@ -213,7 +212,9 @@ impl Env {
 }
 
 /// A host loaded in this test process from the real cdylibs, for flows that
-/// need several calls in one host (guards, jobs, events).
+/// need several calls in one host (guards, jobs, events) or must reach what
+/// a subprocess host would hide (a job's reaper to kill, the mount's state
+/// folder to search, the moment the mount ends).
 pub struct InProcess {
     /// The loaded host.
     pub host: std::sync::Arc<toolhost::host::Host>,
@@ -221,6 +222,9 @@ pub struct InProcess {
     pub pipeline: std::sync::Arc<toolhost::pipeline::Pipeline>,
     /// The runtime calls run on.
     pub runtime: tokio::runtime::Runtime,
+    /// The folder holding the plan, its working folder, when the host has
+    /// one of its own ([`InProcess::bash`]); removed after the host ends.
+    folder: Option<tempfile::TempDir>,
 }
 
 impl InProcess {
@@ -231,11 +235,34 @@ impl InProcess {
 
     /// Loads `plan` with more `[host]` keys (`host`, TOML lines).
     pub fn with_host(host: &str, plan: &str) -> InProcess {
-        let text = format!(
+        InProcess::load(&InProcess::text(host, plan), Path::new("inprocess.toml"))
+    }
+
+    /// The bash module alone (`config` is its `[tools.config]` body), its
+    /// plan written into a fresh folder that is its working folder.
+    pub fn bash(config: &str) -> InProcess {
+        module_file("toolhost_bash");
+        let folder = tempfile::tempdir().expect("tempdir");
+        let text = InProcess::text(
+            "working_dir = \".\"",
+            &format!("[[tools]]\nmodule = \"bash\"\n[tools.config]\n{config}\n"),
+        );
+        let file = folder.path().join("plan.toml");
+        std::fs::write(&file, &text).expect("write plan");
+        let mut loaded = InProcess::load(&text, &file);
+        loaded.folder = Some(folder);
+        loaded
+    }
+
+    fn text(host: &str, plan: &str) -> String {
+        format!(
             "[host]\nmodule_path = [{:?}]\n{host}\n{plan}",
             target_dir().display().to_string()
-        );
-        let plan = toolhost::plan::Plan::parse(&text, Path::new("inprocess.toml")).expect("plan parses");
+        )
+    }
+
+    fn load(text: &str, file: &Path) -> InProcess {
+        let plan = toolhost::plan::Plan::parse(text, file).expect("plan parses");
         let host = std::sync::Arc::new(toolhost::host::Host::open(plan).expect("plan loads"));
         let pipeline = std::sync::Arc::new(toolhost::pipeline::Pipeline::new(
             host.clone(),
@@ -245,7 +272,16 @@ impl InProcess {
             host,
             pipeline,
             runtime: tokio::runtime::Runtime::new().expect("runtime"),
+            folder: None,
         }
+    }
+
+    /// The plan's folder ([`InProcess::bash`] only).
+    pub fn path(&self) -> &Path {
+        self.folder
+            .as_ref()
+            .expect("a host with a folder of its own")
+            .path()
     }
 
     /// One call through the pipeline.
@@ -256,6 +292,16 @@ impl InProcess {
                 input,
                 ..Default::default()
             }))
+    }
+
+    /// One call through the pipeline, its result as JSON.
+    pub fn call_json(&self, name: &str, input: Value) -> Value {
+        serde_json::to_value(self.call(name, input)).expect("json")
+    }
+
+    /// `command` run by the bash tool in the foreground, as JSON.
+    pub fn run(&self, command: &str) -> Value {
+        self.call_json("bash", serde_json::json!({ "command": command }))
     }
 }
 
