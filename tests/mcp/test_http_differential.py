@@ -12,6 +12,7 @@ it should."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
@@ -258,12 +259,11 @@ def test_fast_calls_keep_their_session_alive_and_idle_ones_expire(workspace):
         server.stop()
 
 
-def cancelled_call(tmp_path: Path, name: str, direct: bool) -> tuple[int, list, list[str], str]:
-    """A write_key call cancelled by its client once its intent is on
-    record: the POST's status and messages, the call's records, and how the
-    answer was framed."""
-    from harness import wait_until
-
+@contextlib.contextmanager
+def write_key_session(tmp_path: Path, name: str, direct: bool):
+    """A server in its own folder (with the fast path or without) and an
+    initialized session on it; the two records helpers read write_key's
+    audit records, all or of one phase."""
     folder = tmp_path / name
     folder.mkdir()
     ws = Workspace(folder, plan(["fixture"]))
@@ -272,16 +272,29 @@ def cancelled_call(tmp_path: Path, name: str, direct: bool) -> tuple[int, list, 
     try:
         assert server.url, server.stderr()
         peer = Peer(server.url)
-        s = peer.initialize("initialize")
+        session = peer.initialize("initialize")
+
+        def records(phase=None):
+            return [r["status"] for r in ws.audit_records() if r.get("tool") == "write_key" and r.get("phase") == phase]
+
+        yield ws, server, peer, session, records
+    finally:
+        server.stop()
+
+
+def cancelled_call(tmp_path: Path, name: str, direct: bool) -> tuple[int, list, list[str], str]:
+    """A write_key call cancelled by its client once its intent is on
+    record: the POST's status and messages, the call's records, and how the
+    answer was framed."""
+    from harness import wait_until
+
+    with write_key_session(tmp_path, name, direct) as (ws, server, peer, s, records):
         answer = {}
         running = threading.Thread(
             target=lambda: answer.setdefault("r", peer.post("call", call(5, "write_key", {"key": "k", "ms": 60_000}), s)),
             daemon=True,
         )
         running.start()
-
-        def records(phase=None):
-            return [r["status"] for r in ws.audit_records() if r.get("tool") == "write_key" and r.get("phase") == phase]
 
         assert wait_until(lambda: records("intent"), timeout=10), ws.audit_records()
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5, "reason": "enough"}}
@@ -293,8 +306,6 @@ def cancelled_call(tmp_path: Path, name: str, direct: bool) -> tuple[int, list, 
         assert peer.post("after", call(6, "echo", {"message": "after"}), s).status_code == 200
         response = answer["r"]
         return response.status_code, messages(response), records(), response.headers.get("content-type", "")
-    finally:
-        server.stop()
 
 
 def test_a_call_its_client_cancels_ends_alike_on_both_paths(tmp_path):
@@ -313,15 +324,7 @@ def abandoned_call(tmp_path: Path, name: str, direct: bool) -> list[str]:
 
     from harness import wait_until
 
-    folder = tmp_path / name
-    folder.mkdir()
-    ws = Workspace(folder, plan(["fixture"]))
-    env = {} if direct else {"TOOLHOST_MCP_HTTP_DIRECT": "off"}
-    server = HttpServer(ws, f"127.0.0.1:{free_port()}", token=TOKEN, extra_env=env)
-    try:
-        assert server.url, server.stderr()
-        peer = Peer(server.url)
-        s = peer.initialize("initialize")
+    with write_key_session(tmp_path, name, direct) as (ws, server, peer, s, records):
         url = urlparse(server.url)
         body = json.dumps(call(5, "write_key", {"key": "k", "ms": 1500}))
         head = (
@@ -331,16 +334,10 @@ def abandoned_call(tmp_path: Path, name: str, direct: bool) -> list[str]:
         )
         with socket.create_connection((url.hostname, url.port)) as raw:
             raw.sendall(head.encode() + body.encode())
-
-            def records(phase=None):
-                return [r["status"] for r in ws.audit_records() if r.get("tool") == "write_key" and r.get("phase") == phase]
-
             assert wait_until(lambda: records("intent"), timeout=10), ws.audit_records()
         # The client is gone; the call runs to its end and is recorded.
         assert wait_until(lambda: records(), timeout=15), ws.audit_records()
         return records()
-    finally:
-        server.stop()
 
 
 def test_a_call_whose_client_hangs_up_still_ends_and_is_recorded_on_both_paths(tmp_path):

@@ -19,7 +19,8 @@ from harness import RawServer, Workspace, plan
 PLAN = plan(["fixture"]).replace("cancel_grace_ms = 1500", "cancel_grace_ms = 6500")
 
 
-def answers_after_eof(server: RawServer) -> dict:
+def answers_and_exit_after_eof(server: RawServer) -> tuple[dict, int | None]:
+    """Closes stdin; every answer the server wrote, by id, and its exit code."""
     server.close_stdin()
     assert server.proc.stdout is not None
     by_id: dict = {}
@@ -27,7 +28,12 @@ def answers_after_eof(server: RawServer) -> dict:
         message = json.loads(line)
         if "result" in message or "error" in message:
             by_id.setdefault(message.get("id"), []).append(message)
-    assert server.wait_exit(30) == 0, server.stderr()
+    return by_id, server.wait_exit(30)
+
+
+def answers_after_eof(server: RawServer) -> dict:
+    by_id, code = answers_and_exit_after_eof(server)
+    assert code == 0, server.stderr()
     return by_id
 
 
@@ -74,14 +80,8 @@ def call_right_after_initialize_then_eof(ws: Workspace) -> tuple[list, int | Non
         # No notifications/initialized: the call may reach rmcp's path or
         # the direct one, depending on how far the server got.
         call_running(server, 60)
-        by_id = {}
-        server.close_stdin()
-        assert server.proc.stdout is not None
-        for line in server.proc.stdout.read().splitlines():
-            message = json.loads(line)
-            if "result" in message or "error" in message:
-                by_id.setdefault(message.get("id"), []).append(message)
-        return by_id.get(60, []), server.wait_exit(30), server.stderr()
+        by_id, code = answers_and_exit_after_eof(server)
+        return by_id.get(60, []), code, server.stderr()
     finally:
         server.kill()
 
