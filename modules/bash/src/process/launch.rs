@@ -309,20 +309,8 @@ impl Zygote {
     fn answer(&self) -> io::Result<Answer> {
         let sock = self.socket.as_raw_fd();
         let mut word = [0u8; 4];
-        let mut space = nix::cmsg_space!([RawFd; 1]);
-        let (got, received) = {
-            let mut iov = [IoSliceMut::new(&mut word)];
-            let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)?;
-            let mut received = Vec::new();
-            for c in msg.cmsgs()? {
-                if let ControlMessageOwned::ScmRights(fds) = c {
-                    received.extend(fds);
-                }
-            }
-            (msg.bytes, received)
-        };
-        // SAFETY: the kernel just installed these fds here; owned by nobody else.
-        let mut owned = received.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+        let (got, owned) = recv_with_fds(sock, &mut word, nix::cmsg_space!([RawFd; 1]))?;
+        let mut owned = owned.into_iter();
         if got != word.len() {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -368,6 +356,32 @@ fn send_all(sock: RawFd, mut bytes: &[u8]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// One `recvmsg` on `sock` into `buf`, with the descriptors that came with
+/// it (close-on-exec, owned here); `space` is the control buffer
+/// (`nix::cmsg_space!` for as many as may come). For both ends of the
+/// reaper program's socket: its requests and its answers.
+pub(super) fn recv_with_fds(
+    sock: RawFd,
+    buf: &mut [u8],
+    mut space: Vec<u8>,
+) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)?;
+    let mut received = Vec::new();
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = cmsg {
+            received.extend(fds);
+        }
+    }
+    let owned = received
+        .into_iter()
+        // SAFETY: the kernel just installed these fds in this process;
+        // nobody else owns them.
+        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+        .collect();
+    Ok((msg.bytes, owned))
 }
 
 /// A connected pair of close-on-exec Unix stream sockets (the reaper

@@ -32,11 +32,11 @@
 //! every reaper it started.
 
 use std::ffi::c_void;
-use std::io::IoSliceMut;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
+use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 
+use super::launch::recv_with_fds;
 use super::raw;
 use super::reaper::{self, Prepared, FD_COUNT};
 use super::spec::{pointers, Spec};
@@ -118,24 +118,7 @@ struct Request {
 /// Reads one request; `None` at EOF.
 fn receive() -> std::io::Result<Option<Request>> {
     let mut header = [0u8; HEADER];
-    let mut space = nix::cmsg_space!([RawFd; FD_COUNT]);
-    let (got, received) = {
-        let mut iov = [IoSliceMut::new(&mut header)];
-        let msg = recvmsg::<()>(SOCKET_FD, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)?;
-        let mut received = Vec::new();
-        for cmsg in msg.cmsgs()? {
-            if let ControlMessageOwned::ScmRights(fds) = cmsg {
-                received.extend(fds);
-            }
-        }
-        (msg.bytes, received)
-    };
-    // SAFETY: the kernel just installed these fds in this process; nobody
-    // else owns them.
-    let owned: Vec<OwnedFd> = received
-        .iter()
-        .map(|fd| unsafe { OwnedFd::from_raw_fd(*fd) })
-        .collect();
+    let (got, owned) = recv_with_fds(SOCKET_FD, &mut header, nix::cmsg_space!([RawFd; FD_COUNT]))?;
     if got == 0 {
         return Ok(None);
     }
