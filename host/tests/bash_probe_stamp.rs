@@ -91,3 +91,30 @@ fn with_sandbox_required_every_mount_probes() {
     let second = check(&env);
     assert!(!stamped(&second), "{second}");
 }
+
+#[test]
+fn a_call_the_sandbox_fails_forgets_the_stamp() {
+    // A hidden folder that exists at mount and is gone by the call: the
+    // reaper cannot cover it, so the call fails `sandbox_failed` and the
+    // command does not run. The stamp vouched for a probe that no longer
+    // holds; it goes, so the next mount probes again.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let vanishing = outside.path().join("vanishing");
+    std::fs::create_dir(&vanishing).expect("mkdir");
+    let config = format!("hidden_paths = [{:?}]", vanishing.display().to_string());
+    let p = common::InProcess::bash(&config);
+    let stamp = p.path().join(".toolhost/modules/bash/sandbox-probe.stamp");
+    assert!(
+        stamp.exists(),
+        "the clean probe left no stamp at {}",
+        stamp.display()
+    );
+    let r = p.run("true");
+    assert_eq!(r["status"], "success", "{r}");
+    std::fs::remove_dir(&vanishing).expect("rmdir");
+    let marker = outside.path().join("ran");
+    let r = p.run(&format!("touch {}", marker.display()));
+    assert_eq!(r["error"]["code"], "sandbox_failed", "{r}");
+    assert!(!marker.exists(), "the command ran although its sandbox failed");
+    assert!(!stamp.exists(), "the stamp survived a call the sandbox failed");
+}

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
 
-use super::program::{HEADER, NAME, SOCKET_FD};
+use super::program::{HEADER, NAME, SOCKET_FD, SPARE};
 use super::reaper::FD_COUNT;
 
 /// Why the reaper program cannot be found (the mount fails with it).
@@ -91,7 +91,8 @@ pub struct Started {
     pub pidfd: Option<OwnedFd>,
 }
 
-/// A mount's zygote, started on first use and replaced when it dies.
+/// A mount's zygote, started on first use and replaced when it dies, with
+/// the spare reaper it keeps ready for the next command.
 #[derive(Debug, Default)]
 pub struct Launcher {
     zygote: Mutex<Option<Zygote>>,
@@ -101,6 +102,27 @@ pub struct Launcher {
 struct Zygote {
     pid: libc::pid_t,
     socket: OwnedFd,
+    /// A spare asked for whose answer is not read yet (answers come in
+    /// order, so it is read before any later request's).
+    asked: Option<Asked>,
+    /// A spare waiting for the next command.
+    spare: Option<Spare>,
+}
+
+/// A spare asked of the zygote: our end of its socket, and its namespaces.
+#[derive(Debug)]
+struct Asked {
+    socket: OwnedFd,
+    namespaces: libc::c_int,
+}
+
+/// A forked reaper waiting on `socket` for one command request.
+#[derive(Debug)]
+struct Spare {
+    socket: OwnedFd,
+    namespaces: libc::c_int,
+    pid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
 }
 
 impl Launcher {
@@ -110,19 +132,51 @@ impl Launcher {
     }
 
     /// Starts a reaper with `fds` at its slots 0..FD_COUNT (-1: not passed)
-    /// running `spec` (an encoded [`Spec`](super::spec::Spec)). A zygote
-    /// that is gone or does not answer is replaced once.
-    pub fn start(&self, fds: [RawFd; FD_COUNT], spec: &[u8]) -> io::Result<Started> {
+    /// running `spec` (an encoded [`Spec`](super::spec::Spec)) in
+    /// `namespaces` (its `CLONE_NEW*` flags). The spare takes it when it
+    /// fits, else the zygote forks one; a zygote that is gone or does not
+    /// answer is replaced once. With `then_spare`, the zygote is asked for a
+    /// spare for the next command (not for one-off spawns such as the
+    /// sandbox's probes, whose namespaces vary).
+    pub fn start(
+        &self,
+        fds: [RawFd; FD_COUNT],
+        spec: &[u8],
+        namespaces: libc::c_int,
+        then_spare: bool,
+    ) -> io::Result<Started> {
         let mut guard = self.zygote.lock().unwrap_or_else(|p| p.into_inner());
         let mut last = None;
         for _ in 0..2 {
-            let zygote = match guard.take() {
+            let mut zygote = match guard.take() {
                 Some(z) => z,
                 None => Zygote::spawn()?,
             };
+            if let Err(e) = zygote.settle() {
+                // It died or wedged forking a spare: nothing of this command
+                // reached it, so a fresh zygote may take it.
+                zygote.end();
+                last = Some(e);
+                continue;
+            }
+            if let Some(spare) = zygote.spare.take() {
+                if spare.namespaces == namespaces {
+                    match spare.hand(&fds, spec) {
+                        Ok(started) => {
+                            *guard = zygote.ready(then_spare.then_some(namespaces));
+                            return Ok(started);
+                        }
+                        // Killed before it had the whole request: it never
+                        // ran the command, so the zygote may.
+                        Err(spare) => spare.discard(),
+                    }
+                } else {
+                    spare.discard();
+                }
+            }
             match zygote.request(&fds, spec) {
                 Ok(Answer::Started(started)) => {
-                    *guard = Some(zygote);
+                    *guard = zygote.ready(then_spare.then_some(namespaces));
                     return Ok(started);
                 }
                 Ok(Answer::Failed(errno)) => {
@@ -150,11 +204,15 @@ impl Launcher {
 }
 
 impl Launcher {
-    /// Ends the zygote (at unmount); reapers already started live on. A
-    /// later [`start`](Launcher::start) would start a fresh one.
+    /// Ends the zygote and its spare (at unmount); reapers already started
+    /// live on. A later [`start`](Launcher::start) would start a fresh one.
     pub fn shutdown(&self) {
         let zygote = self.zygote.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(z) = zygote {
+        if let Some(mut z) = zygote {
+            // Read the answer for a spare asked for, so that it is killed
+            // below rather than left waiting (it would end at EOF anyway,
+            // unless a command stopped it).
+            let _ = z.settle();
             z.end();
         }
     }
@@ -164,6 +222,47 @@ impl Drop for Launcher {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+impl Spare {
+    /// Hands the spare its command. On failure it never had the whole
+    /// request, so it cannot have run it; it comes back to be discarded.
+    fn hand(self, fds: &[RawFd; FD_COUNT], spec: &[u8]) -> Result<Started, Spare> {
+        // A spare stopped by a command (possible only without the sandbox's
+        // PID namespace) must wake to take it.
+        if let Some(pidfd) = &self.pidfd {
+            signal(pidfd, libc::SIGCONT);
+        }
+        match send_request(self.socket.as_raw_fd(), fds, spec) {
+            Ok(()) => Ok(Started {
+                pid: self.pid,
+                pidfd: self.pidfd,
+            }),
+            Err(_) => Err(self),
+        }
+    }
+
+    /// Kills the spare (it holds no command); the zygote reaps it.
+    fn discard(self) {
+        if let Some(pidfd) = &self.pidfd {
+            signal(pidfd, libc::SIGKILL);
+        }
+        // Without a pidfd, closing the socket ends it: EOF.
+    }
+}
+
+/// `pidfd_send_signal(pidfd, sig)`: never a pid that may have been reused.
+pub(super) fn signal(pidfd: &OwnedFd, sig: libc::c_int) {
+    // SAFETY: pidfd_send_signal on a pidfd we own, no siginfo.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
 }
 
 /// Why a request failed.
@@ -188,25 +287,8 @@ impl Zygote {
         let path = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| io::Error::other("NUL in the reaper path"))?;
         let (ours, theirs) = socketpair()?;
-        let bound = libc::timeval {
-            tv_sec: REPLY_BOUND.as_secs() as libc::time_t,
-            tv_usec: 0,
-        };
-        for opt in [libc::SO_SNDTIMEO, libc::SO_RCVTIMEO] {
-            // SAFETY: setsockopt on a socket we own with a local timeval.
-            let rc = unsafe {
-                libc::setsockopt(
-                    ours.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&bound as *const libc::timeval).cast(),
-                    std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-                )
-            };
-            if rc != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
+        bound(&ours, libc::SO_SNDTIMEO)?;
+        bound(&ours, libc::SO_RCVTIMEO)?;
         // SAFETY: a constant NUL-terminated path; the fd is owned on success.
         let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
         if null < 0 {
@@ -266,7 +348,12 @@ impl Zygote {
             libc::posix_spawnattr_destroy(&mut attr);
             result
         }?;
-        Ok(Zygote { pid, socket: ours })
+        Ok(Zygote {
+            pid,
+            socket: ours,
+            asked: None,
+            spare: None,
+        })
     }
 
     /// Sends one request and reads the answer. An error means the zygote is
@@ -277,33 +364,69 @@ impl Zygote {
     }
 
     fn send(&self, fds: &[RawFd; FD_COUNT], spec: &[u8]) -> io::Result<()> {
-        // A zygote stopped by a command (possible only without the
-        // sandbox's PID namespace) must wake to answer.
+        self.wake();
+        send_request(self.socket.as_raw_fd(), fds, spec)
+    }
+
+    /// A zygote stopped by a command (possible only without the sandbox's
+    /// PID namespace) must wake to answer.
+    fn wake(&self) {
         // SAFETY: kill(2) on our own child, not yet reaped.
         unsafe { libc::kill(self.pid, libc::SIGCONT) };
-        let sock = self.socket.as_raw_fd();
-        let mut mask = 0u32;
-        let mut passed = Vec::with_capacity(FD_COUNT);
-        for (slot, fd) in fds.iter().enumerate() {
-            if *fd >= 0 {
-                mask |= 1 << slot;
-                passed.push(*fd);
+    }
+
+    /// Asks for a spare in `namespaces` for the next command; its answer is
+    /// read by [`settle`](Zygote::settle). Returns the zygote to keep, or
+    /// `None` when it could not be asked (it is ended; the next command
+    /// starts a fresh one).
+    fn ready(mut self, namespaces: Option<libc::c_int>) -> Option<Zygote> {
+        let Some(namespaces) = namespaces else {
+            return Some(self);
+        };
+        self.wake();
+        match self.ask(namespaces) {
+            Ok(()) => Some(self),
+            Err(_) => {
+                self.end();
+                None
             }
         }
-        let len = u32::try_from(spec.len()).map_err(|_| io::Error::other("spec too large"))?;
+    }
+
+    /// Sends the request for a spare in `namespaces`.
+    fn ask(&mut self, namespaces: libc::c_int) -> io::Result<()> {
+        let (ours, theirs) = socketpair()?;
+        bound(&ours, libc::SO_SNDTIMEO)?;
         let mut header = [0u8; HEADER];
-        header[..4].copy_from_slice(&len.to_ne_bytes());
-        header[4..].copy_from_slice(&mask.to_ne_bytes());
-        let cmsg = [ControlMessage::ScmRights(&passed)];
-        let sent = sendmsg::<()>(
-            sock,
-            &[IoSlice::new(&header)],
-            &cmsg,
-            MsgFlags::MSG_NOSIGNAL,
-            None,
-        )?;
-        send_all(sock, &header[sent..])?;
-        send_all(sock, spec)
+        header[..4].copy_from_slice(&4u32.to_ne_bytes());
+        header[4..].copy_from_slice(&SPARE.to_ne_bytes());
+        send_message(self.socket.as_raw_fd(), &header, &[theirs.as_raw_fd()])?;
+        send_all(self.socket.as_raw_fd(), &namespaces.to_ne_bytes())?;
+        self.asked = Some(Asked {
+            socket: ours,
+            namespaces,
+        });
+        Ok(())
+    }
+
+    /// Reads the answer for the spare asked for, if any. An error means the
+    /// zygote is gone or not answering.
+    fn settle(&mut self) -> io::Result<()> {
+        let Some(asked) = self.asked.take() else {
+            return Ok(());
+        };
+        self.wake();
+        if let Answer::Started(started) = self.answer()? {
+            self.spare = Some(Spare {
+                socket: asked.socket,
+                namespaces: asked.namespaces,
+                pid: started.pid,
+                pidfd: started.pidfd,
+            });
+        }
+        // A spare the kernel refused (these namespaces): the command's own
+        // request will meet the same refusal and report it.
+        Ok(())
     }
 
     fn answer(&self) -> io::Result<Answer> {
@@ -327,9 +450,14 @@ impl Zygote {
         }))
     }
 
-    /// Closes the socket (the zygote exits at EOF), kills it in case it is
-    /// stopped or wedged, and reaps it. The reapers it started live on.
-    fn end(self) {
+    /// Kills the spare, closes the socket (the zygote exits at EOF), kills
+    /// the zygote in case it is stopped or wedged, and reaps it. The reapers
+    /// it started live on.
+    fn end(mut self) {
+        if let Some(spare) = self.spare.take() {
+            spare.discard();
+        }
+        drop(self.asked);
         drop(self.socket);
         // SAFETY: signal and wait for our own child, not yet reaped.
         unsafe {
@@ -340,6 +468,55 @@ impl Zygote {
             {}
         }
     }
+}
+
+/// Bounds `sock`'s `opt` (`SO_SNDTIMEO` or `SO_RCVTIMEO`) by
+/// [`REPLY_BOUND`]: a peer stopped or wedged is given up on, not waited for.
+fn bound(sock: &OwnedFd, opt: libc::c_int) -> io::Result<()> {
+    let bound = libc::timeval {
+        tv_sec: REPLY_BOUND.as_secs() as libc::time_t,
+        tv_usec: 0,
+    };
+    // SAFETY: setsockopt on a socket we own with a local timeval.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&bound as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sends one command request (header, `fds`, the encoded spec) on `sock`,
+/// to the zygote or a spare.
+fn send_request(sock: RawFd, fds: &[RawFd; FD_COUNT], spec: &[u8]) -> io::Result<()> {
+    let mut mask = 0u32;
+    let mut passed = Vec::with_capacity(FD_COUNT);
+    for (slot, fd) in fds.iter().enumerate() {
+        if *fd >= 0 {
+            mask |= 1 << slot;
+            passed.push(*fd);
+        }
+    }
+    let len = u32::try_from(spec.len()).map_err(|_| io::Error::other("spec too large"))?;
+    let mut header = [0u8; HEADER];
+    header[..4].copy_from_slice(&len.to_ne_bytes());
+    header[4..].copy_from_slice(&mask.to_ne_bytes());
+    send_message(sock, &header, &passed)?;
+    send_all(sock, spec)
+}
+
+/// Sends `header` with `fds` as `SCM_RIGHTS`, all of it.
+fn send_message(sock: RawFd, header: &[u8; HEADER], fds: &[RawFd]) -> io::Result<()> {
+    let cmsg = [ControlMessage::ScmRights(fds)];
+    let sent = sendmsg::<()>(sock, &[IoSlice::new(header)], &cmsg, MsgFlags::MSG_NOSIGNAL, None)?;
+    send_all(sock, &header[sent..])
 }
 
 fn send_all(sock: RawFd, mut bytes: &[u8]) -> io::Result<()> {
@@ -414,3 +591,7 @@ fn dup_high(fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: just created, owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
+
+#[cfg(test)]
+#[path = "launch_tests.rs"]
+mod tests;

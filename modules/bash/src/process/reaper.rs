@@ -28,10 +28,10 @@
 //! Protocol with the host (fds passed to the zygote with `SCM_RIGHTS`, see
 //! [`launch`](super::launch), and moved into place by [`main`]):
 //! - fd 0, 1, 2: the shell's stdin (/dev/null), stdout and stderr pipes;
-//! - fd 3: status socket: the shell's 4-byte wait status when it exits; EOF
-//!   when the reaper exits, i.e. when no process of the tree is left (a
-//!   socket because, unlike a pipe, it cannot be reopened through
-//!   `/proc/<pid>/fd`);
+//! - fd 3: status socket: the shell's 4-byte wait status when it exits;
+//!   [`DONE`] when no process of the tree is left, and EOF when the reaper
+//!   exits right after (a socket because, unlike a pipe, it cannot be
+//!   reopened through `/proc/<pid>/fd`);
 //! - fd 4: control socket: `T` sends SIGTERM (and SIGCONT) to the whole tree,
 //!   `K` SIGKILLs it until nothing is left; EOF (the host died) counts as `K`.
 //!
@@ -51,6 +51,12 @@ pub const FORK_FAILED: u32 = u32::MAX;
 /// Written on the status pipe after the shell's status when processes it
 /// left behind had to be signalled.
 pub const LEFTOVERS: u32 = u32::MAX - 1;
+
+/// Written on the status socket, right after the shell's status when it is
+/// already known, once every process of the tree is gone and just before
+/// the reaper exits. The host need not wait for the reaper's own exit,
+/// whose teardown of its memory took about 0.1 ms of `bash true`.
+pub const DONE: u32 = u32::MAX - 2;
 
 /// Written on the status pipe, or-ed with a [`Step`] number, when a sandbox
 /// step failed: the command was not run.
@@ -105,7 +111,9 @@ impl Step {
     }
 }
 
-const STATUS_FD: c_int = 3;
+/// The reaper's fd slot for the status socket.
+pub const STATUS_SLOT: usize = 3;
+const STATUS_FD: c_int = STATUS_SLOT as c_int;
 const CONTROL_FD: c_int = 4;
 const LANDLOCK_FD: c_int = 5;
 const CGROUP_FD: c_int = 6;
@@ -392,6 +400,11 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
             write_status(FORK_FAILED);
             exit(0);
         }
+        // The shell has its own copies of stdout and stderr; dropping ours
+        // lets the host see EOF when the last process of the command closes
+        // them, not only when the reaper has exited.
+        sys!(libc::SYS_close, 1);
+        sys!(libc::SYS_close, 2);
         // The child wrote `failed` before exiting (CLONE_VFORK: it is done
         // with our memory now). Volatile: the compiler cannot know it ran.
         let failed = std::ptr::read_volatile(&shell_arg.failed);
@@ -640,27 +653,32 @@ unsafe fn supervise_inner(shell: libc::pid_t, sfd: c_int, pid_ns: bool) -> ! {
         let mut mode = 0u8;
         let mut told_leftovers = false;
         loop {
+            // The shell's status, held back a moment so that it and DONE
+            // reach the host in one write (one wake-up) when the shell was
+            // the last process.
+            let mut pending: Option<u32> = None;
             loop {
                 let mut st: c_int = 0;
                 let r = sys!(libc::SYS_wait4, -1i32, &mut st as *mut c_int, libc::WNOHANG, 0);
                 if r > 0 {
                     if r as libc::pid_t == shell && !shell_done {
-                        write_status(st as u32);
+                        pending = Some(st as u32);
                         shell_done = true;
                     }
                     continue;
                 }
-                if r == 0 {
-                    break;
-                }
                 if r == -(libc::EINTR as isize) {
                     continue;
                 }
-                // ECHILD: nobody is left.
-                if shell_done {
+                if r != 0 && shell_done {
+                    // ECHILD: nobody is left.
+                    write_words(pending, DONE);
                     exit(0);
                 }
                 break;
+            }
+            if let Some(status) = pending {
+                write_status(status);
             }
             let found = match mode {
                 1 => {
@@ -914,6 +932,28 @@ unsafe fn write_status(status: u32) {
     unsafe {
         let bytes = status.to_ne_bytes();
         sys!(libc::SYS_write, STATUS_FD, bytes.as_ptr(), bytes.len());
+    }
+}
+
+/// Writes `first` (if any) and `second` in one write.
+///
+/// # Safety
+/// Only in the reaper: raw system calls, no allocation (see the module docs).
+unsafe fn write_words(first: Option<u32>, second: u32) {
+    let mut bytes = [0u8; 8];
+    let mut len = 0;
+    for word in first.into_iter().chain(Some(second)) {
+        let w = word.to_ne_bytes();
+        let mut i = 0;
+        while i < 4 && len < bytes.len() {
+            bytes[len] = w[i];
+            len += 1;
+            i += 1;
+        }
+    }
+    // SAFETY: the caller upholds this function's contract; see `# Safety`.
+    unsafe {
+        sys!(libc::SYS_write, STATUS_FD, bytes.as_ptr(), len);
     }
 }
 

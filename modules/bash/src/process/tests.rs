@@ -21,6 +21,7 @@ fn start(command: &str) -> Spawned {
             env: &env,
             rlimits: &[],
             confine: None,
+            then_spare: true,
         },
     )
     .expect("spawn")
@@ -84,8 +85,15 @@ fn the_reaper_never_touches_the_calling_threads_errno() {
         // SAFETY: writing this thread's errno.
         unsafe { *libc::__errno_location() = 4242 };
         // The reaper's last calls (wait4 with nobody left: ECHILD) happen
-        // while this thread sleeps, which sets no errno.
-        std::thread::sleep(Duration::from_millis(30));
+        // before it writes DONE; this thread meanwhile only polls, which
+        // sets no errno when it succeeds.
+        let mut pfd = libc::pollfd {
+            fd: spawned.tree.status_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polling one fd the tree owns.
+        while unsafe { libc::poll(&mut pfd, 1, -1) } == 0 {}
         // SAFETY: reading this thread's errno.
         let errno = unsafe { *libc::__errno_location() };
         assert_eq!(errno, 4242, "the reaper wrote errno {errno} into the host thread");
@@ -103,20 +111,126 @@ extern "C" fn record(_: libc::c_int) {
 fn host_signal_handlers_never_run_in_the_reaper() {
     // SAFETY: installing a handler that only stores to an atomic.
     unsafe { libc::signal(libc::SIGUSR2, record as *const () as libc::sighandler_t) };
-    let mut spawned = start("sleep 5");
-    std::thread::sleep(Duration::from_millis(100));
-    // SAFETY: signalling our own child.
+    let mut spawned = start("echo ready; exec sleep 30");
+    // The shell has printed, so its reaper is supervising it.
+    let mut line = [0u8; 6];
+    let mut got = 0;
+    let end = Instant::now() + Duration::from_secs(10);
+    while got < line.len() {
+        assert!(Instant::now() < end, "the command never printed");
+        let mut pfd = libc::pollfd {
+            fd: spawned.stdout.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polling one fd the test owns.
+        unsafe { libc::poll(&mut pfd, 1, 100) };
+        // SAFETY: reading into a local buffer from a pipe the test owns.
+        let n = unsafe { libc::read(pfd.fd, line[got..].as_mut_ptr().cast(), line.len() - got) };
+        got += n.max(0) as usize;
+    }
+    assert_eq!(&line, b"ready\n");
+    // SAFETY: signalling the reaper (a child of the zygote, alive: its
+    // shell runs).
     unsafe { libc::kill(spawned.tree.reaper_pid(), libc::SIGUSR2) };
-    std::thread::sleep(Duration::from_millis(100));
+    // A round trip through the reaper: it can only carry out the order if
+    // SIGUSR2 (delivered before it next runs) did not end it.
+    spawned.tree.terminate();
+    wait_gone(&mut spawned);
+    assert_eq!(
+        spawned.tree.exit(),
+        Some(Exit::Signal(libc::SIGTERM)),
+        "the reaper did not survive SIGUSR2 to end its shell"
+    );
     assert!(
         !HANDLED.load(Ordering::SeqCst),
         "the host's handler ran in the reaper"
     );
+}
+
+/// Reads the status socket raw until EOF (bounded).
+fn status_bytes(spawned: &Spawned) -> Vec<u8> {
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut all = Vec::new();
+    loop {
+        assert!(Instant::now() < end, "the status socket never reached EOF");
+        let mut pfd = libc::pollfd {
+            fd: spawned.tree.status_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polling one fd the tree owns.
+        unsafe { libc::poll(&mut pfd, 1, 100) };
+        let mut buf = [0u8; 64];
+        // SAFETY: reading into a local buffer from a socket the tree owns.
+        let n = unsafe { libc::read(spawned.tree.status_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        match n {
+            0 => return all,
+            n if n > 0 => all.extend_from_slice(&buf[..n as usize]),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn the_reaper_says_done_with_the_status_when_the_shell_was_the_last_process() {
+    let spawned = start("exit 3");
+    let bytes = status_bytes(&spawned);
+    let words: Vec<u32> = bytes
+        .chunks(4)
+        .map(|c| u32::from_ne_bytes(c.try_into().expect("whole words")))
+        .collect();
+    // The wait status of `exit 3`, then DONE: the host needs neither a
+    // second wake-up nor the reaper's exit to know the tree is gone.
+    assert_eq!(words, [3 << 8, super::reaper::DONE]);
+}
+
+#[test]
+fn the_tree_is_gone_at_done_without_waiting_for_eof() {
+    let (status, reaper_end) = super::launch::socketpair().expect("socketpair");
+    // Non-blocking, as `spawn` makes it.
+    // SAFETY: fcntl on a socket the test owns.
+    unsafe { libc::fcntl(status.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let (control, _reaper_control) = super::launch::socketpair().expect("socketpair");
+    let mut tree = super::tree::Tree::new(super::launch::Started { pid: 0, pidfd: None }, status, control);
+    let mut words = Vec::new();
+    words.extend_from_slice(&(5u32 << 8).to_ne_bytes());
+    words.extend_from_slice(&super::reaper::DONE.to_ne_bytes());
+    // SAFETY: writing a local buffer to a socket the test owns.
+    unsafe { libc::write(reaper_end.as_raw_fd(), words.as_ptr().cast(), words.len()) };
+    tree.on_readable();
+    // `reaper_end` is still open: only DONE can say the tree is gone.
+    assert!(tree.is_gone());
+    assert_eq!(tree.exit(), Some(Exit::Code(5)));
+}
+
+#[test]
+fn stdout_ends_when_the_command_closes_it_not_when_its_reaper_exits() {
+    // The shell closes both streams and lives on: the reaper must hold no
+    // copy of them, or the host would read them until the tree is gone.
+    let mut spawned = start("exec >&- 2>&-; sleep 30");
+    let end = Instant::now() + Duration::from_secs(10);
+    for fd in [spawned.stdout.as_raw_fd(), spawned.stderr.as_raw_fd()] {
+        loop {
+            assert!(
+                Instant::now() < end,
+                "no EOF on the command's output while it runs"
+            );
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: polling one fd the test owns.
+            unsafe { libc::poll(&mut pfd, 1, 100) };
+            let mut buf = [0u8; 16];
+            // SAFETY: reading into a local buffer from a pipe the test owns.
+            if unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+                break;
+            }
+        }
+    }
     spawned.tree.on_readable();
-    assert!(
-        !spawned.tree.is_gone(),
-        "the reaper must ignore SIGUSR2 and keep its tree"
-    );
+    assert!(!spawned.tree.is_gone(), "the command should still be running");
     assert!(spawned.tree.kill_and_wait(Duration::from_secs(5)));
-    assert_eq!(spawned.tree.exit(), Some(Exit::Signal(libc::SIGKILL)));
 }

@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::launch::Started;
-use super::reaper::{Step, FORK_FAILED, LEFTOVERS, SETUP_FAILED};
+use super::reaper::{Step, DONE, FORK_FAILED, LEFTOVERS, SETUP_FAILED};
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +107,11 @@ impl Tree {
                     self.buf.drain(..4);
                     if word == LEFTOVERS {
                         self.leftovers = true;
+                    } else if word == DONE {
+                        // Every process of the tree is gone; the reaper is
+                        // exiting (the zygote reaps it).
+                        self.mark_gone();
+                        return;
                     } else if self.exit.is_none() {
                         self.exit = Some(Exit::from_wait_status(word));
                     }
@@ -157,16 +162,7 @@ impl Tree {
         if let (false, Some(pidfd)) = (self.gone, &self.pidfd) {
             // A reaper stopped by its own command (possible only without the
             // sandbox's PID namespace) must wake to carry out the order.
-            // SAFETY: pidfd_send_signal on a pidfd we own, no siginfo.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    pidfd.as_raw_fd(),
-                    libc::SIGCONT,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                )
-            };
+            super::launch::signal(pidfd, libc::SIGCONT);
         }
         if let Some(control) = &self.control {
             // SAFETY: a one-byte send on a socket we own; MSG_NOSIGNAL keeps a
