@@ -3,7 +3,9 @@
 //! ours runs in the child that shares the host's memory: glibc's
 //! `CLONE_VM | CLONE_VFORK` child only applies the file actions and
 //! attributes below and calls `execve`), and forks one reaper per command on
-//! request ([`Launcher::start`]).
+//! request ([`Launcher::start`]). After each command the host asks it for a
+//! *spare*, a reaper forked in advance that takes the next command without a
+//! fork or a round trip on that command's path (see [`super::program`]).
 
 use std::ffi::CString;
 use std::io::{self, IoSlice, IoSliceMut};
