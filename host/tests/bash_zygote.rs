@@ -32,12 +32,17 @@ fn field<'a>(out: &'a str, key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {key} line in {out:?}"))
 }
 
-fn zygote_pid(out: &str) -> i32 {
-    field(out, "zygote=")
+/// The pid at the start of `key`'s line (`reaper=`, `zygote=`).
+fn pid_at(out: &str, key: &str) -> i32 {
+    field(out, key)
         .split_whitespace()
         .next()
         .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no zygote pid in {out:?}"))
+        .unwrap_or_else(|| panic!("no {key} pid in {out:?}"))
+}
+
+fn zygote_pid(out: &str) -> i32 {
+    pid_at(out, "zygote=")
 }
 
 #[test]
@@ -97,11 +102,7 @@ fn is_alive(pid: i32) -> bool {
 }
 
 fn reaper_pid(out: &str) -> i32 {
-    field(out, "reaper=")
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no reaper pid in {out:?}"))
+    pid_at(out, "reaper=")
 }
 
 #[test]

@@ -32,15 +32,21 @@ fn wait_gone(spawned: &mut Spawned) {
     let end = Instant::now() + Duration::from_secs(10);
     while !spawned.tree.is_gone() {
         assert!(Instant::now() < end, "the tree did not end");
-        let mut pfd = libc::pollfd {
-            fd: spawned.tree.status_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polling one fd the tree owns.
-        unsafe { libc::poll(&mut pfd, 1, 100) };
+        poll_in(spawned.tree.status_fd(), 100);
         spawned.tree.on_readable();
     }
+}
+
+/// `poll` for input on one fd, up to `ms` (-1: no bound); its result. It
+/// sets no errno when it succeeds.
+fn poll_in(fd: std::os::fd::RawFd, ms: libc::c_int) -> libc::c_int {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: polling one pollfd struct we own.
+    unsafe { libc::poll(&mut pfd, 1, ms) }
 }
 
 fn mappings() -> usize {
@@ -87,13 +93,7 @@ fn the_reaper_never_touches_the_calling_threads_errno() {
         // The reaper's last calls (wait4 with nobody left: ECHILD) happen
         // before it writes DONE; this thread meanwhile only polls, which
         // sets no errno when it succeeds.
-        let mut pfd = libc::pollfd {
-            fd: spawned.tree.status_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polling one fd the tree owns.
-        while unsafe { libc::poll(&mut pfd, 1, -1) } == 0 {}
+        while poll_in(spawned.tree.status_fd(), -1) == 0 {}
         // SAFETY: reading this thread's errno.
         let errno = unsafe { *libc::__errno_location() };
         assert_eq!(errno, 4242, "the reaper wrote errno {errno} into the host thread");
@@ -118,15 +118,15 @@ fn host_signal_handlers_never_run_in_the_reaper() {
     let end = Instant::now() + Duration::from_secs(10);
     while got < line.len() {
         assert!(Instant::now() < end, "the command never printed");
-        let mut pfd = libc::pollfd {
-            fd: spawned.stdout.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polling one fd the test owns.
-        unsafe { libc::poll(&mut pfd, 1, 100) };
+        poll_in(spawned.stdout.as_raw_fd(), 100);
         // SAFETY: reading into a local buffer from a pipe the test owns.
-        let n = unsafe { libc::read(pfd.fd, line[got..].as_mut_ptr().cast(), line.len() - got) };
+        let n = unsafe {
+            libc::read(
+                spawned.stdout.as_raw_fd(),
+                line[got..].as_mut_ptr().cast(),
+                line.len() - got,
+            )
+        };
         got += n.max(0) as usize;
     }
     assert_eq!(&line, b"ready\n");
@@ -154,13 +154,7 @@ fn status_bytes(spawned: &Spawned) -> Vec<u8> {
     let mut all = Vec::new();
     loop {
         assert!(Instant::now() < end, "the status socket never reached EOF");
-        let mut pfd = libc::pollfd {
-            fd: spawned.tree.status_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polling one fd the tree owns.
-        unsafe { libc::poll(&mut pfd, 1, 100) };
+        poll_in(spawned.tree.status_fd(), 100);
         let mut buf = [0u8; 64];
         // SAFETY: reading into a local buffer from a socket the tree owns.
         let n = unsafe { libc::read(spawned.tree.status_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -216,13 +210,7 @@ fn stdout_ends_when_the_command_closes_it_not_when_its_reaper_exits() {
                 Instant::now() < end,
                 "no EOF on the command's output while it runs"
             );
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: polling one fd the test owns.
-            unsafe { libc::poll(&mut pfd, 1, 100) };
+            poll_in(fd, 100);
             let mut buf = [0u8; 16];
             // SAFETY: reading into a local buffer from a pipe the test owns.
             if unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } == 0 {
