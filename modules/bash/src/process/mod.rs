@@ -14,3 +14,4 @@ pub mod tree;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)] mod redteam_tests;
