@@ -23,20 +23,32 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     // Two mounts of the module: the sandbox off (the ≤ 1.3× raw target)
     // and on with the default plan's layers (its added cost is reported).
     let modules = b.target_dir.display().to_string();
-    let plan_with = |name: &str, sandbox: &str| -> anyhow::Result<Plan> {
+    let plan_with = |name: &str, sandbox: &str, extra: &str| -> anyhow::Result<Plan> {
         let file = dir.path().join(name);
         let text = format!(
             "[host]\nmodule_path = [{:?}]\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n\
-             sandbox = \"{sandbox}\"\n",
+             sandbox = \"{sandbox}\"\n{extra}\n",
             modules
         );
         std::fs::write(&file, &text)?;
         Ok(Plan::load(&file)?)
     };
-    let host = Arc::new(Host::open(plan_with("bash.toml", "off")?)?);
+    let host = Arc::new(Host::open(plan_with("bash.toml", "off", "")?)?);
     let pipeline = Pipeline::new(host.clone(), CancelToken::new());
-    let boxed_host = Arc::new(Host::open(plan_with("bash-sandbox.toml", "workspace-write")?)?);
+    let boxed_host = Arc::new(Host::open(plan_with(
+        "bash-sandbox.toml",
+        "workspace-write",
+        "",
+    )?)?);
     let boxed = Pipeline::new(boxed_host.clone(), CancelToken::new());
+    // With `rlimits.processes`, each call also gets its own pids cgroup
+    // (where this machine lets the host make one).
+    let capped_host = Arc::new(Host::open(plan_with(
+        "bash-cgroup.toml",
+        "workspace-write",
+        "rlimits = { processes = 500 }",
+    )?)?);
+    let capped = Pipeline::new(capped_host.clone(), CancelToken::new());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let call_on = |pipeline: &Pipeline, command: &str| {
         runtime.block_on(pipeline.call(Call {
@@ -51,6 +63,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     let n = b.n(300);
     let (mut tool, mut raw) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut sandboxed = Vec::with_capacity(n);
+    let mut limited = Vec::with_capacity(n);
     for i in 0..n + 10 {
         let t = std::time::Instant::now();
         let status = Command::new("/bin/bash")
@@ -69,10 +82,19 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         let result = call_on(&boxed, "true");
         let boxed_t = t.elapsed();
         anyhow::ensure!(result.success, "sandboxed bash tool failed: {:?}", result.error);
+        let t = std::time::Instant::now();
+        let result = call_on(&capped, "true");
+        let capped_t = t.elapsed();
+        anyhow::ensure!(
+            result.success,
+            "bash tool with a pids cgroup failed: {:?}",
+            result.error
+        );
         if i >= 10 {
             raw.push(raw_t);
             tool.push(tool_t);
             sandboxed.push(boxed_t);
+            limited.push(capped_t);
         }
     }
     let raw = Stats::of(raw);
@@ -99,6 +121,16 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
             added.as_secs_f64() * 1000.0
         ),
         sandboxed,
+        Some(tool.median + Duration::from_millis(3)),
+    );
+    let limited = Stats::of(limited);
+    b.row(
+        "bash",
+        format!(
+            "bash tool: `true`, sandbox + rlimits.processes (pids cgroup) (+{:.2} ms over off)",
+            limited.median.saturating_sub(tool.median).as_secs_f64() * 1000.0
+        ),
+        limited,
         Some(tool.median + Duration::from_millis(3)),
     );
 
@@ -130,6 +162,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     );
     host.shutdown();
     boxed_host.shutdown();
+    capped_host.shutdown();
     mount_rows(b, &plan_with)?;
     Ok(())
 }
@@ -137,8 +170,11 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
 /// Load + mount + cleanup of the module with the sandbox on: with the spawn
 /// probe at every mount (its stamp removed first), and with the probe
 /// skipped by this boot's stamp (see the module README).
-fn mount_rows(b: &mut Bench, plan_with: &dyn Fn(&str, &str) -> anyhow::Result<Plan>) -> anyhow::Result<()> {
-    let plan = plan_with("bash-mount.toml", "workspace-write")?;
+fn mount_rows(
+    b: &mut Bench,
+    plan_with: &dyn Fn(&str, &str, &str) -> anyhow::Result<Plan>,
+) -> anyhow::Result<()> {
+    let plan = plan_with("bash-mount.toml", "workspace-write", "")?;
     let stamp = plan
         .state_dir()
         .join("modules/bash")

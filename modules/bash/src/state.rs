@@ -210,6 +210,7 @@ impl Module {
                 _ => ToolError::new("spawn_failed", format!("could not start the command: {e}"))
                     .retryable(true),
             })?;
+        spawned.cleanup_after_reaper = call.holds_cgroup();
         spawned.cleanup = Some(Box::new(call));
         Ok(spawned)
     }

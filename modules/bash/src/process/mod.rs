@@ -13,5 +13,6 @@ pub mod stacks;
 pub mod tree;
 
 #[cfg(test)]
+mod status_tests;
+#[cfg(test)]
 mod tests;
-#[cfg(test)] mod redteam_tests;

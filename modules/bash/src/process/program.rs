@@ -29,8 +29,10 @@
 //!   fds.
 //! - **A spare** ([`SPARE`] in the mask): one fd, a socket, and a body of
 //!   the `CLONE_NEW*` flags. The zygote forks a child in those namespaces
-//!   that waits on that socket for one command request (same format), then
-//!   becomes its reaper. The host keeps one spare per mount, asked for after
+//!   but the mount namespace, which waits on that socket for one command
+//!   request (same format), then unshares its mount namespace (a copy of the
+//!   host's mounts as they are then, not a whole call earlier) and becomes
+//!   its reaper. The host keeps one spare per mount, asked for after
 //!   each command, so that the next command pays neither the fork nor a
 //!   round trip to the zygote: the spare already runs, and its pid and pidfd
 //!   are known (about 0.1 ms of `bash true`'s 1.5 ms).
@@ -66,6 +68,7 @@ pub const MAX_SPEC: usize = 64 << 20;
 
 /// The program's `main`. Never returns.
 pub fn run() -> ! {
+    close_inherited();
     block_all_signals();
     // SAFETY: every signal was blocked just above.
     unsafe { reaper::reset_dispositions() };
@@ -330,7 +333,7 @@ fn start_spare(
     // returns; the flags add only namespaces and SIGCHLD.
     let pid = unsafe {
         raw::clone_on(
-            (namespaces | libc::SIGCHLD) as usize,
+            ((namespaces & !libc::CLONE_NEWNS) | libc::SIGCHLD) as usize,
             stacks.reaper_top(),
             spare_main,
             (&arg as *const SpareArg).cast_mut().cast::<c_void>(),
@@ -370,22 +373,31 @@ unsafe extern "C" fn spare_main(arg: *mut c_void) -> ! {
     match spec {
         // The host asks a spare only for a command in its own namespaces.
         Some(spec) if spec.namespaces == a.namespaces => {
+            // The mount table is copied now, not when the spare was forked
+            // (a whole call earlier): a filesystem the host mounted or
+            // unmounted meanwhile must be seen as it is now.
+            // SAFETY: unshare on this single-threaded process.
+            if spec.namespaces & libc::CLONE_NEWNS != 0 && unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+                not_started(&request.fds, reaper::SETUP_FAILED | reaper::Step::Clone as u32);
+            }
             // SAFETY: a fork of the zygote, single-threaded, every signal
             // blocked; `request` lives in this frame, never returned to.
             unsafe { become_reaper(spec, request.fds, a.shell_stack) }
         }
-        _ => {
-            // Tell the host the command was not started, rather than let it
-            // read EOF as a reaper killed from outside.
-            let word = reaper::FORK_FAILED.to_ne_bytes();
-            let status = request.fds[reaper::STATUS_SLOT];
-            // SAFETY: a write from a local buffer to the request's status
-            // socket (or to -1, which fails harmlessly); then exiting.
-            unsafe {
-                libc::write(status, word.as_ptr().cast(), word.len());
-                libc::_exit(0)
-            }
-        }
+        _ => not_started(&request.fds, reaper::FORK_FAILED),
+    }
+}
+
+/// Tells the host, on the request's status socket, that its command was not
+/// started (`word`), rather than let it read EOF as a reaper killed from
+/// outside; then ends the spare.
+fn not_started(fds: &[RawFd; FD_COUNT], word: u32) -> ! {
+    let bytes = word.to_ne_bytes();
+    // SAFETY: a write from a local buffer to the request's status socket
+    // (or to -1, which fails harmlessly); then exiting.
+    unsafe {
+        libc::write(fds[reaper::STATUS_SLOT], bytes.as_ptr().cast(), bytes.len());
+        libc::_exit(0)
     }
 }
 
@@ -432,6 +444,23 @@ fn reap() {
         let r = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG | libc::__WALL) };
         if r <= 0 {
             return;
+        }
+    }
+}
+
+/// Closes every fd but 0–3. `posix_spawn` moved only ours into place;
+/// whatever the host had open without close-on-exec (a test's pipe, a
+/// jobserver) came along, and every reaper and spare would hold it (a reader
+/// waiting for EOF on such a pipe would wait for the mount's end).
+fn close_inherited() {
+    // SAFETY: closing fds this process never uses; nothing else runs yet.
+    if unsafe { libc::close_range(SOCKET_FD as libc::c_uint + 1, libc::c_uint::MAX, 0) } != 0 {
+        // Kernels before 5.9: one by one, up to the fd limit.
+        // SAFETY: as above; sysconf has no preconditions.
+        let max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(64, 1 << 20) as libc::c_int;
+        for fd in SOCKET_FD + 1..max {
+            // SAFETY: as above.
+            unsafe { libc::close(fd) };
         }
     }
 }

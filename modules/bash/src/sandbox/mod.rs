@@ -483,6 +483,12 @@ impl CallBox {
     pub fn tmp(&self) -> Option<&Path> {
         self.tmp.as_deref()
     }
+
+    /// Whether it holds a pids cgroup (removable only once the reaper has
+    /// exited).
+    pub fn holds_cgroup(&self) -> bool {
+        self.cgroup.is_some()
+    }
 }
 
 impl Drop for CallBox {

@@ -1,4 +1,4 @@
-//! Red-team probes of the host's reading of the status socket: the
+//! The host's reading of the status socket: the
 //! reaper's words (status, LEFTOVERS, DONE) may arrive split across reads
 //! in any way; the tree is gone at DONE or EOF and never before, and the
 //! shell's status is never lost or taken from a torn word.

@@ -1,4 +1,4 @@
-//! Red-team tests of the spare reaper, the DONE word and the reaper's early
+//! The spare reaper, the DONE word and the reaper's early
 //! close of the output pipes: a hostile command, a hostile concurrent
 //! caller or an unlucky race against the zygote and its spare. Each test is
 //! bounded; the ones that inspect the zygote's children hold one lock, so
@@ -53,7 +53,10 @@ fn exe(pid: i32) -> String {
 fn is_alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')))
+        .and_then(|s| {
+            s.rsplit_once(") ")
+                .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+        })
         .unwrap_or(false)
 }
 
@@ -91,7 +94,10 @@ fn the_spare(zygote: i32) -> i32 {
         if s.len() == 1 {
             return s[0];
         }
-        assert!(Instant::now() < end, "expected one spare of {zygote}, found {s:?}");
+        assert!(
+            Instant::now() < end,
+            "expected one spare of {zygote}, found {s:?}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -111,7 +117,9 @@ fn fd_targets(pid: i32) -> Vec<String> {
 }
 
 fn fd_count(pid: i32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------
@@ -168,7 +176,10 @@ fn sandbox_a_filesystem_mounted_after_the_last_call_is_seen_by_the_next() {
     };
     std::fs::write(late.join("f"), "mounted-later\n").expect("write into the new mount");
     // Control: the host itself sees it.
-    assert_eq!(std::fs::read_to_string(late.join("f")).unwrap(), "mounted-later\n");
+    assert_eq!(
+        std::fs::read_to_string(late.join("f")).unwrap(),
+        "mounted-later\n"
+    );
     let r = p.run("cat late/f");
     assert_eq!(
         stdout(&r),
@@ -219,10 +230,10 @@ fn sandbox_no_pids_cgroup_outlives_its_call() {
     let r = p.run("true");
     assert_eq!(r["status"], "success", "{r}");
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let Some(rel) = own
-        .lines()
-        .find_map(|l| l.split_once(":pids:").map(|(_, r)| r.trim_start_matches('/').to_string()))
-    else {
+    let Some(rel) = own.lines().find_map(|l| {
+        l.split_once(":pids:")
+            .map(|(_, r)| r.trim_start_matches('/').to_string())
+    }) else {
         eprintln!("no v1 pids hierarchy: skipped");
         return;
     };
@@ -266,8 +277,15 @@ fn sandbox_no_pids_cgroup_outlives_its_call() {
         let _ = b.join();
     }
     p.host.shutdown();
-    assert!(stale.is_empty(), "pids cgroups left when their call returned: {stale:?}");
-    assert!(left().is_empty(), "pids cgroups left after shutdown: {:?}", left());
+    assert!(
+        stale.is_empty(),
+        "pids cgroups left when their call returned: {stale:?}"
+    );
+    assert!(
+        left().is_empty(),
+        "pids cgroups left after shutdown: {:?}",
+        left()
+    );
 }
 
 /// Every layer still holds for a command run on the spare (namespaces made
@@ -334,7 +352,12 @@ fn fds_of_the_host_the_zygote_and_the_spare_stay_flat_over_200_calls() {
     assert_eq!(the_zygote(), zygote, "the zygote was replaced");
     let spare = the_spare(zygote);
     assert_eq!(fd_targets(zygote), zygote_before, "the zygote's fds changed");
-    assert_eq!(fd_count(spare), spare_before, "the spare's fds: {:?}", fd_targets(spare));
+    assert_eq!(
+        fd_count(spare),
+        spare_before,
+        "the spare's fds: {:?}",
+        fd_targets(spare)
+    );
     let host_after = fd_count(me);
     assert!(
         host_after <= host_before + 2,
@@ -361,7 +384,9 @@ fn the_spare_holds_nothing_but_dev_null_and_its_socket() {
     let fds = fd_targets(spare);
     let zfds = fd_targets(zygote);
     let mine = [pipe[0], pipe[1]].map(|fd| {
-        std::fs::read_link(format!("/proc/self/fd/{fd}")).map(|p| p.display().to_string()).unwrap_or_default()
+        std::fs::read_link(format!("/proc/self/fd/{fd}"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
     });
     // SAFETY: closing the pipe this test opened.
     unsafe {
@@ -395,7 +420,9 @@ fn concurrent_callers_each_get_their_own_command() {
                     let code = (t * 40 + i) % 7;
                     let r = p.run(&format!("echo t{t}-{i}; exit {code}"));
                     assert_eq!(stdout(&r), format!("t{t}-{i}\n"), "{r}");
-                    let got = r["output"]["exit_code"].as_i64().or(r["error"]["details"]["exit_code"].as_i64());
+                    let got = r["output"]["exit_code"]
+                        .as_i64()
+                        .or(r["error"]["details"]["exit_code"].as_i64());
                     let whole = r.to_string();
                     assert!(
                         got == Some(code as i64) || whole.contains(&format!("\"exit_code\":{code}")),
@@ -416,7 +443,9 @@ fn concurrent_callers_each_get_their_own_command() {
 #[test]
 fn sandbox_concurrent_callers_each_get_their_own_command() {
     let _l = lock();
-    let p = std::sync::Arc::new(InProcess::bash("max_concurrent = 8\nrlimits = { processes = 64 }"));
+    let p = std::sync::Arc::new(InProcess::bash(
+        "max_concurrent = 8\nrlimits = { processes = 64 }",
+    ));
     let threads: Vec<_> = (0..3)
         .map(|t| {
             let p = p.clone();
@@ -444,8 +473,8 @@ fn sandbox_concurrent_callers_each_get_their_own_command() {
 fn a_job_killing_spares_in_a_loop_never_makes_a_call_hang_or_run_twice() {
     let _l = lock();
     let p = InProcess::bash("sandbox = \"off\"\nmax_concurrent = 4");
-    let warm = ok(&p, "echo $PPID");
-    let _ = warm;
+    // Warm: the zygote exists from the first command on.
+    ok(&p, "true");
     let zygote = the_zygote();
     let host_fds = fd_count(std::process::id() as i32);
     let kills = p.path().join("kills.log");
@@ -479,7 +508,10 @@ while time.time() < end:
     )
     .expect("write the killer");
     let killer = format!("exec python3 {}", script.display());
-    let job = p.call_json("bash", json!({"command": killer, "run_in_background": true, "timeout": 120}));
+    let job = p.call_json(
+        "bash",
+        json!({"command": killer, "run_in_background": true, "timeout": 120}),
+    );
     assert_eq!(job["status"], "success", "{job}");
     // Until it runs (the interpreter's start).
     let end = Instant::now() + Duration::from_secs(10);
@@ -493,7 +525,11 @@ while time.time() < end:
     for i in 0..60 {
         let started = Instant::now();
         let r = p.run(&format!("echo {i} >> {}; echo ran-{i}", log.display()));
-        assert!(started.elapsed() < Duration::from_secs(20), "call {i} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "call {i} took {:?}",
+            started.elapsed()
+        );
         if r["status"] == "success" {
             successes += 1;
             assert_eq!(stdout(&r), format!("ran-{i}\n"), "{r}");
@@ -517,14 +553,20 @@ while time.time() < end:
     );
     let id = job["output"]["id"].as_str().unwrap_or_default();
     let out = p.call_json("bash_output", json!({"id": id}));
-    assert!(kills.lines().count() > 0, "the job killed no spare: the attack did not run: {job} {out}");
+    assert!(
+        kills.lines().count() > 0,
+        "the job killed no spare: the attack did not run: {job} {out}"
+    );
     let r = p.call_json("bash_kill", json!({"id": id}));
     assert_eq!(r["status"], "success", "{r}");
     for _ in 0..3 {
         ok(&p, "true");
     }
     let after = fd_count(std::process::id() as i32);
-    assert!(after <= host_fds + 2, "host fds {host_fds} -> {after} after the storm");
+    assert!(
+        after <= host_fds + 2,
+        "host fds {host_fds} -> {after} after the storm"
+    );
     p.host.shutdown();
 }
 
@@ -540,7 +582,11 @@ fn unmount_with_a_stopped_spare_or_zygote_leaves_no_process() {
         // From the command: wait for the spare asked for while it runs (a
         // child of the zygote other than its own reaper), then stop it, or
         // the zygote's whole process group (the reapers have their own).
-        let target = if group { format!("-{zygote}") } else { "$s".to_string() };
+        let target = if group {
+            format!("-{zygote}")
+        } else {
+            "$s".to_string()
+        };
         let out = ok(
             &p,
             &format!(
@@ -555,7 +601,11 @@ fn unmount_with_a_stopped_spare_or_zygote_leaves_no_process() {
             .unwrap_or_else(|| panic!("{out}"));
         let started = Instant::now();
         p.host.shutdown();
-        assert!(started.elapsed() < Duration::from_secs(8), "shutdown took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "shutdown took {:?}",
+            started.elapsed()
+        );
         drop(p);
         let end = Instant::now() + Duration::from_secs(5);
         for pid in [zygote, spare] {
@@ -612,10 +662,20 @@ fn every_byte_printed_before_the_tree_ends_reaches_the_host() {
         // The leftover may be ended (TERM) by the host once the shell is
         // gone; what matters: what it printed is not cut short by DONE.
         if out.ends_with("END\n") {
-            assert_eq!(r["output"]["stdout_bytes"], 1_000_004, "{}", &r.to_string()[..200]);
+            assert_eq!(
+                r["output"]["stdout_bytes"],
+                1_000_004,
+                "{}",
+                &r.to_string()[..200]
+            );
         }
         let r = p.run("head -c 1000000 /dev/zero | tr '\\0' b; echo END");
-        assert_eq!(r["output"]["stdout_bytes"], 1_000_004, "{}", &r.to_string()[..200]);
+        assert_eq!(
+            r["output"]["stdout_bytes"],
+            1_000_004,
+            "{}",
+            &r.to_string()[..200]
+        );
         assert!(stdout(&r).ends_with("END\n"));
     }
     p.host.shutdown();
@@ -628,8 +688,14 @@ fn a_background_job_on_the_spare_reports_its_output_and_exit() {
     let _l = lock();
     let p = InProcess::bash("sandbox = \"off\"");
     ok(&p, "true");
-    let r = p.call_json("bash", json!({"command": "echo one; sleep 0.2; echo two >&2; exit 5", "run_in_background": true}));
-    let id = r["output"]["id"].as_str().map(str::to_string).unwrap_or_else(|| panic!("{r}"));
+    let r = p.call_json(
+        "bash",
+        json!({"command": "echo one; sleep 0.2; echo two >&2; exit 5", "run_in_background": true}),
+    );
+    let id = r["output"]["id"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{r}"));
     let end = Instant::now() + Duration::from_secs(10);
     let mut all = String::new();
     loop {
