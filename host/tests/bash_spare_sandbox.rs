@@ -360,10 +360,10 @@ impl Unprivileged {
 /// report them unavailable.
 #[test]
 fn unprivileged_check_reports_the_user_namespace_layers_active() {
-    if !root() {
-        eprintln!("needs root to switch to uid 65534: skipped");
-        return;
-    }
+    assert!(
+        root(),
+        "this test switches to uid 65534: run the suite as root (CI does)"
+    );
     let _l = lock();
     let u = Unprivileged::new("hidden_paths = [\"~/.ssh\"]");
     let out = u.toolhost(&["check"], b"");
@@ -388,10 +388,10 @@ fn unprivileged_check_reports_the_user_namespace_layers_active() {
 /// covered, a locked mount cannot be undone, /proc is the namespace's own.
 #[test]
 fn unprivileged_hidden_paths_hold_on_the_first_call_and_on_spares() {
-    if !root() {
-        eprintln!("needs root to switch to uid 65534: skipped");
-        return;
-    }
+    assert!(
+        root(),
+        "this test switches to uid 65534: run the suite as root (CI does)"
+    );
     let _l = lock();
     let u = Unprivileged::new("hidden_paths = [\"~/.ssh\", \"~/token\"]");
     let token = u.home().join("token");
@@ -509,12 +509,14 @@ fn inherited_fds_reach_neither_the_zygote_the_spare_nor_a_command() {
 
 const CG: &str = "rlimits = { processes = 24 }";
 
-fn skip_without_cgroup() -> bool {
-    if pids_root().is_none() || !root() {
-        eprintln!("no v1 pids hierarchy or not root: skipped");
-        return true;
-    }
-    false
+/// These tests check the per-call pids cgroup: they need root and a v1 pids
+/// hierarchy, as on CI (where `bash_sandbox` checks the layer is active).
+fn require_cgroup() {
+    assert!(
+        root() && pids_root().is_some(),
+        "this test checks the pids cgroup layer: run the suite as root on a machine with a v1 pids \
+         hierarchy (CI does)"
+    );
 }
 
 /// Waits up to `bound` for every per-call cgroup to be gone; returns what
@@ -534,9 +536,7 @@ fn cgroups_gone_within(bound: Duration) -> Vec<String> {
 /// call is not slowed, no cgroup is left.
 #[test]
 fn sandbox_a_fork_bomb_against_pids_max_leaves_no_cgroup_and_no_slow_call() {
-    if skip_without_cgroup() {
-        return;
-    }
+    require_cgroup();
     let _l = lock();
     let p = InProcess::bash(CG);
     let t = Instant::now();
@@ -572,9 +572,7 @@ fn sandbox_a_fork_bomb_against_pids_max_leaves_no_cgroup_and_no_slow_call() {
 /// returns promptly and its cgroup is gone when it does.
 #[test]
 fn sandbox_leftover_processes_leave_no_cgroup_and_no_delay() {
-    if skip_without_cgroup() {
-        return;
-    }
+    require_cgroup();
     let _l = lock();
     let p = InProcess::bash(CG);
     for i in 0..5 {
@@ -593,9 +591,7 @@ fn sandbox_leftover_processes_leave_no_cgroup_and_no_delay() {
 /// than a second (no seconds-long wait on the reaper's exit), none left.
 #[test]
 fn sandbox_quick_calls_with_a_cgroup_stay_quick_under_load() {
-    if skip_without_cgroup() {
-        return;
-    }
+    require_cgroup();
     let _l = lock();
     let p = InProcess::bash(CG);
     let _b = Burners::start(3);
@@ -626,9 +622,7 @@ fn sandbox_quick_calls_with_a_cgroup_stay_quick_under_load() {
 /// promptly, its cgroup goes, and the next call works.
 #[test]
 fn sandbox_a_reaper_killed_from_outside_leaves_no_cgroup() {
-    if skip_without_cgroup() {
-        return;
-    }
+    require_cgroup();
     let _l = lock();
     let p = Arc::new(InProcess::bash(CG));
     // Warm: a zygote and a spare.
@@ -681,9 +675,7 @@ fn sandbox_a_reaper_killed_from_outside_leaves_no_cgroup() {
 /// by itself, one left at shutdown: no cgroup survives any of them.
 #[test]
 fn sandbox_background_jobs_leave_no_cgroup() {
-    if skip_without_cgroup() {
-        return;
-    }
+    require_cgroup();
     let _l = lock();
     let p = InProcess::bash(CG);
     let start = |command: &str| -> String {
@@ -735,9 +727,7 @@ fn sandbox_background_jobs_leave_no_cgroup() {
 /// every one gets its own output, none waits seconds, none leaves a cgroup.
 #[test]
 fn sandbox_concurrent_calls_with_cgroups_leave_none_and_do_not_stall() {
-    if skip_without_cgroup() {
-        return;
-    }
+    require_cgroup();
     let _l = lock();
     let p = Arc::new(InProcess::bash(&format!("{CG}\nmax_concurrent = 8")));
     let threads: Vec<_> = (0..6)
@@ -776,9 +766,7 @@ fn sandbox_concurrent_calls_with_cgroups_leave_none_and_do_not_stall() {
 /// cgroup must not outlive the mount's start either.
 #[test]
 fn sandbox_the_probes_cgroup_is_gone_once_the_mount_is_up() {
-    if skip_without_cgroup() {
-        return;
-    }
+    require_cgroup();
     let _l = lock();
     let _b = Burners::start(3);
     let mut stale = Vec::new();

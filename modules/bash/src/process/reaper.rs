@@ -373,7 +373,7 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
             write_status(SETUP_FAILED | Step::Caps as u32);
             exit(0);
         }
-        // After the id maps (a non-dumpable process cannot write its own).
+        // Never dumpable from here on (see `reaper_setup`'s id maps).
         sys!(libc::SYS_prctl, libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
 
         let chld: u64 = 1 << (libc::SIGCHLD - 1);
@@ -428,6 +428,15 @@ unsafe fn reaper_setup(s: &Setup) -> Result<(), Step> {
     // caller prepared.
     unsafe {
         if let Some(maps) = &s.id_maps {
+            // A non-dumpable process's /proc/self/{setgroups,uid_map,gid_map}
+            // belong to global root, which the new user namespace does not
+            // map: as any user but root the writes fail (EACCES). The
+            // zygote, and so every reaper, is non-dumpable; be dumpable for
+            // the writes only. Meanwhile the reaper (PID 1 of a fresh
+            // PID namespace, so no command can see it) is open to ptrace only
+            // by processes of the same user outside, which can ptrace the
+            // host itself anyway.
+            sys!(libc::SYS_prctl, libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
             for w in maps {
                 let fd = sys!(
                     libc::SYS_openat,
@@ -445,6 +454,7 @@ unsafe fn reaper_setup(s: &Setup) -> Result<(), Step> {
                     return Err(Step::IdMaps);
                 }
             }
+            sys!(libc::SYS_prctl, libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         }
         if s.mount_private
             && sys!(
