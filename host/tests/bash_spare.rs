@@ -9,17 +9,13 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use common::procs::{
+    cgroups_left, exe, fd_count, fd_targets, is_alive, lock, require_cgroup, the_spare, the_zygote,
+};
 use common::InProcess;
 use serde_json::{json, Value};
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn lock() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 fn stdout(r: &Value) -> &str {
     r["output"]["stdout"].as_str().unwrap_or("")
@@ -29,97 +25,6 @@ fn ok(p: &InProcess, command: &str) -> String {
     let r = p.run(command);
     assert_eq!(r["status"], "success", "`{command}`: {r}");
     stdout(&r).to_string()
-}
-
-/// Children of every thread of `pid`.
-fn children(pid: i32) -> Vec<i32> {
-    let mut all = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return all;
-    };
-    for t in tasks.flatten() {
-        let list = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-        all.extend(list.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
-    }
-    all
-}
-
-fn exe(pid: i32) -> String {
-    std::fs::read_link(format!("/proc/{pid}/exe"))
-        .map(|p| p.display().to_string())
-        .unwrap_or_default()
-}
-
-fn is_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(") ")
-                .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
-        })
-        .unwrap_or(false)
-}
-
-/// This process's zygotes (children running the reaper program).
-fn zygotes() -> Vec<i32> {
-    children(std::process::id() as i32)
-        .into_iter()
-        .filter(|&c| is_alive(c) && exe(c).ends_with("/toolhost-bash-reaper"))
-        .collect()
-}
-
-/// The one zygote of this process, waited for (bounded).
-fn the_zygote() -> i32 {
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
-        let z = zygotes();
-        if z.len() == 1 {
-            return z[0];
-        }
-        assert!(Instant::now() < end, "expected one zygote, found {z:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// The zygote's living children that wait as spares: between calls, every
-/// living child of the zygote is a spare (reapers have exited).
-fn spares(zygote: i32) -> Vec<i32> {
-    children(zygote).into_iter().filter(|&c| is_alive(c)).collect()
-}
-
-fn the_spare(zygote: i32) -> i32 {
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
-        let s = spares(zygote);
-        if s.len() == 1 {
-            return s[0];
-        }
-        assert!(
-            Instant::now() < end,
-            "expected one spare of {zygote}, found {s:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn fd_targets(pid: i32) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
-        for e in dir.flatten() {
-            let target = std::fs::read_link(e.path())
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-            out.push(format!("{}->{target}", e.file_name().to_string_lossy()));
-        }
-    }
-    out.sort();
-    out
-}
-
-fn fd_count(pid: i32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| d.count())
-        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------
@@ -170,10 +75,7 @@ fn sandbox_a_filesystem_mounted_after_the_last_call_is_seen_by_the_next() {
     let p = InProcess::bash("");
     ok(&p, "true");
     let late = p.path().join("late");
-    let Some(_m) = Tmpfs::at(&late) else {
-        eprintln!("cannot mount here: skipped");
-        return;
-    };
+    let _m = Tmpfs::at(&late).expect("mounting a tmpfs (run the suite as root: CI does)");
     std::fs::write(late.join("f"), "mounted-later\n").expect("write into the new mount");
     // Control: the host itself sees it.
     assert_eq!(
@@ -198,10 +100,7 @@ fn sandbox_a_filesystem_the_host_unmounted_is_gone_for_the_next_command() {
     let _l = lock();
     let p = InProcess::bash("");
     let dir = p.path().join("vault");
-    let Some(m) = Tmpfs::at(&dir) else {
-        eprintln!("cannot mount here: skipped");
-        return;
-    };
+    let m = Tmpfs::at(&dir).expect("mounting a tmpfs (run the suite as root: CI does)");
     std::fs::write(dir.join("secret"), "vault-contents\n").expect("write into the mount");
     ok(&p, "true");
     let zygote = the_zygote();
@@ -229,26 +128,8 @@ fn sandbox_no_pids_cgroup_outlives_its_call() {
     let p = InProcess::bash("rlimits = { processes = 64 }");
     let r = p.run("true");
     assert_eq!(r["status"], "success", "{r}");
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let Some(rel) = own.lines().find_map(|l| {
-        l.split_once(":pids:")
-            .map(|(_, r)| r.trim_start_matches('/').to_string())
-    }) else {
-        eprintln!("no v1 pids hierarchy: skipped");
-        return;
-    };
-    let root = Path::new("/sys/fs/cgroup/pids").join(rel);
-    let prefix = format!("toolhost-bash-{}-", std::process::id());
-    let left = || -> Vec<String> {
-        std::fs::read_dir(&root)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with(&prefix))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    require_cgroup();
+    let left = cgroups_left;
     // Busy CPUs make the reaper's exit (and its namespaces' teardown) slow.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let burners: Vec<_> = (0..3)

@@ -11,17 +11,12 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::procs::{cgroups_left, children, is_alive, is_root, lock, require_cgroup, the_spare, the_zygote};
 use common::{module_file, target_dir, InProcess};
 use serde_json::{json, Value};
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn lock() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 const SECRET: &str = "thsecret_spare_9d41_do_not_leak";
 
@@ -29,95 +24,8 @@ fn stdout(r: &Value) -> &str {
     r["output"]["stdout"].as_str().unwrap_or("")
 }
 
-fn children(pid: i32) -> Vec<i32> {
-    let mut all = Vec::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return all;
-    };
-    for t in tasks.flatten() {
-        let list = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-        all.extend(list.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
-    }
-    all
-}
-
-fn is_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(") ")
-                .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
-        })
-        .unwrap_or(false)
-}
-
-fn zygotes() -> Vec<i32> {
-    children(std::process::id() as i32)
-        .into_iter()
-        .filter(|&c| {
-            is_alive(c)
-                && std::fs::read_link(format!("/proc/{c}/exe"))
-                    .map(|p| p.display().to_string().ends_with("/toolhost-bash-reaper"))
-                    .unwrap_or(false)
-        })
-        .collect()
-}
-
-fn the_zygote() -> i32 {
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
-        let z = zygotes();
-        if z.len() == 1 {
-            return z[0];
-        }
-        assert!(Instant::now() < end, "expected one zygote, found {z:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// The zygote's one living child between calls: the spare.
-fn the_spare(zygote: i32) -> i32 {
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
-        let s: Vec<i32> = children(zygote).into_iter().filter(|&c| is_alive(c)).collect();
-        if s.len() == 1 {
-            return s[0];
-        }
-        assert!(
-            Instant::now() < end,
-            "expected one spare of {zygote}, found {s:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Pids cgroups of this test process.
-
-fn pids_root() -> Option<PathBuf> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let rel = own.lines().find_map(|l| {
-        l.split_once(":pids:")
-            .map(|(_, r)| r.trim_start_matches('/').to_string())
-    })?;
-    Some(Path::new("/sys/fs/cgroup/pids").join(rel))
-}
-
-/// The per-call cgroups of this process that exist now.
-fn cgroups_left() -> Vec<String> {
-    let Some(root) = pids_root() else {
-        return Vec::new();
-    };
-    let prefix = format!("toolhost-bash-{}-", std::process::id());
-    std::fs::read_dir(&root)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(&prefix))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// Threads spinning on every core until dropped (a slow reaper exit).
 struct Burners(Arc<AtomicBool>, Vec<std::thread::JoinHandle<()>>);
@@ -148,11 +56,6 @@ impl Drop for Burners {
             let _ = t.join();
         }
     }
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 // ---------------------------------------------------------------------------
@@ -361,7 +264,7 @@ impl Unprivileged {
 #[test]
 fn unprivileged_check_reports_the_user_namespace_layers_active() {
     assert!(
-        root(),
+        is_root(),
         "this test switches to uid 65534: run the suite as root (CI does)"
     );
     let _l = lock();
@@ -389,7 +292,7 @@ fn unprivileged_check_reports_the_user_namespace_layers_active() {
 #[test]
 fn unprivileged_hidden_paths_hold_on_the_first_call_and_on_spares() {
     assert!(
-        root(),
+        is_root(),
         "this test switches to uid 65534: run the suite as root (CI does)"
     );
     let _l = lock();
@@ -508,16 +411,6 @@ fn inherited_fds_reach_neither_the_zygote_the_spare_nor_a_command() {
 // 3. The per-call pids cgroup.
 
 const CG: &str = "rlimits = { processes = 24 }";
-
-/// These tests check the per-call pids cgroup: they need root and a v1 pids
-/// hierarchy, as on CI (where `bash_sandbox` checks the layer is active).
-fn require_cgroup() {
-    assert!(
-        root() && pids_root().is_some(),
-        "this test checks the pids cgroup layer: run the suite as root on a machine with a v1 pids \
-         hierarchy (CI does)"
-    );
-}
 
 /// Waits up to `bound` for every per-call cgroup to be gone; returns what
 /// is left.

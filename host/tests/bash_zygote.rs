@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::procs::{children, is_alive};
 use common::InProcess;
 
 trait Ok {
@@ -67,16 +68,6 @@ fn every_reaper_is_forked_by_one_zygote_the_host_started_never_by_the_host() {
     assert_ne!(field(&first, "reaper="), field(&second, "reaper="));
 }
 
-/// The zygote's children, read from the host's side (the zygote is the
-/// host's child, and this test is the host).
-fn children(zygote: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{zygote}/task/{zygote}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
 /// Waits (bounded) until the zygote has a child that is not `not`: the spare
 /// it forks after each command, asked for while that command runs.
 fn spare_of(zygote: i32, not: i32) -> i32 {
@@ -91,14 +82,6 @@ fn spare_of(zygote: i32, not: i32) -> i32 {
         );
         std::thread::yield_now();
     }
-}
-
-/// Whether `pid` exists and is not a zombie.
-fn is_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
 }
 
 fn reaper_pid(out: &str) -> i32 {

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub mod fs_lab;
 pub mod pdf;
+pub mod procs;
 pub mod serve;
 
 /// The folder holding the `toolhost` binary and the module libraries.
