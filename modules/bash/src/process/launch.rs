@@ -455,13 +455,21 @@ impl Zygote {
     /// Kills the spare, closes the socket (the zygote exits at EOF), kills
     /// the zygote in case it is stopped or wedged, and reaps it. The reapers
     /// it started live on.
-    fn end(mut self) {
+    fn end(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Zygote {
+    /// As [`Zygote::end`]: a zygote is never left behind, even when the
+    /// code holding it unwinds.
+    fn drop(&mut self) {
         if let Some(spare) = self.spare.take() {
             spare.discard();
         }
-        drop(self.asked);
-        drop(self.socket);
-        // SAFETY: signal and wait for our own child, not yet reaped.
+        self.asked = None;
+        // SAFETY: signal and wait for our own child, not yet reaped (only
+        // this handle reaps it, once).
         unsafe {
             libc::kill(self.pid, libc::SIGKILL);
             let mut st = 0;

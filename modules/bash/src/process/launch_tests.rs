@@ -117,3 +117,17 @@ fn a_spare_handed_a_command_for_other_namespaces_runs_nothing() {
     assert!(!ran.exists(), "the command ran in the wrong namespaces");
     zygote.end();
 }
+
+#[test]
+fn a_zygote_dropped_without_end_is_killed_and_reaped() {
+    // As when the code holding it unwinds: a stopped zygote must not be
+    // left behind.
+    let zygote = Zygote::spawn().expect("zygote");
+    let pid = zygote.pid;
+    signal(pid, libc::SIGSTOP);
+    drop(zygote);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the zygote {pid} outlived its handle"
+    );
+}
