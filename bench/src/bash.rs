@@ -33,22 +33,20 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         std::fs::write(&file, &text)?;
         Ok(Plan::load(&file)?)
     };
-    let host = Arc::new(Host::open(plan_with("bash.toml", "off", "")?)?);
-    let pipeline = Pipeline::new(host.clone(), CancelToken::new());
-    let boxed_host = Arc::new(Host::open(plan_with(
-        "bash-sandbox.toml",
-        "workspace-write",
-        "",
-    )?)?);
-    let boxed = Pipeline::new(boxed_host.clone(), CancelToken::new());
+    let open = |name: &str, sandbox: &str, extra: &str| -> anyhow::Result<(Arc<Host>, Pipeline)> {
+        let host = Arc::new(Host::open(plan_with(name, sandbox, extra)?)?);
+        let pipeline = Pipeline::new(host.clone(), CancelToken::new());
+        Ok((host, pipeline))
+    };
+    let (host, pipeline) = open("bash.toml", "off", "")?;
+    let (boxed_host, boxed) = open("bash-sandbox.toml", "workspace-write", "")?;
     // With `rlimits.processes`, each call also gets its own pids cgroup
     // (where this machine lets the host make one).
-    let capped_host = Arc::new(Host::open(plan_with(
+    let (capped_host, capped) = open(
         "bash-cgroup.toml",
         "workspace-write",
         "rlimits = { processes = 500 }",
-    )?)?);
-    let capped = Pipeline::new(capped_host.clone(), CancelToken::new());
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let call_on = |pipeline: &Pipeline, command: &str| {
         runtime.block_on(pipeline.call(Call {

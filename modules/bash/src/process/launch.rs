@@ -85,6 +85,7 @@ fn own_file() -> Option<PathBuf> {
 const REPLY_BOUND: Duration = Duration::from_secs(5);
 
 /// A reaper the zygote started.
+#[derive(Debug)]
 pub struct Started {
     /// Its pid (in the host's PID namespace).
     pub pid: libc::pid_t,
@@ -123,8 +124,7 @@ struct Asked {
 struct Spare {
     socket: OwnedFd,
     namespaces: libc::c_int,
-    pid: libc::pid_t,
-    pidfd: Option<OwnedFd>,
+    started: Started,
 }
 
 impl Launcher {
@@ -232,21 +232,18 @@ impl Spare {
     fn hand(self, fds: &[RawFd; FD_COUNT], spec: &[u8]) -> Result<Started, Spare> {
         // A spare stopped by a command (possible only without the sandbox's
         // PID namespace) must wake to take it.
-        if let Some(pidfd) = &self.pidfd {
+        if let Some(pidfd) = &self.started.pidfd {
             signal(pidfd, libc::SIGCONT);
         }
         match send_request(self.socket.as_raw_fd(), fds, spec) {
-            Ok(()) => Ok(Started {
-                pid: self.pid,
-                pidfd: self.pidfd,
-            }),
+            Ok(()) => Ok(self.started),
             Err(_) => Err(self),
         }
     }
 
     /// Kills the spare (it holds no command); the zygote reaps it.
     fn discard(self) {
-        if let Some(pidfd) = &self.pidfd {
+        if let Some(pidfd) = &self.started.pidfd {
             signal(pidfd, libc::SIGKILL);
         }
         // Without a pidfd, closing the socket ends it: EOF.
@@ -399,11 +396,13 @@ impl Zygote {
     fn ask(&mut self, namespaces: libc::c_int) -> io::Result<()> {
         let (ours, theirs) = socketpair()?;
         bound(&ours, libc::SO_SNDTIMEO)?;
-        let mut header = [0u8; HEADER];
-        header[..4].copy_from_slice(&4u32.to_ne_bytes());
-        header[4..].copy_from_slice(&SPARE.to_ne_bytes());
-        send_message(self.socket.as_raw_fd(), &header, &[theirs.as_raw_fd()])?;
-        send_all(self.socket.as_raw_fd(), &namespaces.to_ne_bytes())?;
+        let flags = namespaces.to_ne_bytes();
+        send_message(
+            self.socket.as_raw_fd(),
+            &header(flags.len(), SPARE)?,
+            &[theirs.as_raw_fd()],
+        )?;
+        send_all(self.socket.as_raw_fd(), &flags)?;
         self.asked = Some(Asked {
             socket: ours,
             namespaces,
@@ -422,8 +421,7 @@ impl Zygote {
             self.spare = Some(Spare {
                 socket: asked.socket,
                 namespaces: asked.namespaces,
-                pid: started.pid,
-                pidfd: started.pidfd,
+                started,
             });
         }
         // A spare the kernel refused (these namespaces): the command's own
@@ -514,12 +512,18 @@ fn send_request(sock: RawFd, fds: &[RawFd; FD_COUNT], spec: &[u8]) -> io::Result
             passed.push(*fd);
         }
     }
-    let len = u32::try_from(spec.len()).map_err(|_| io::Error::other("spec too large"))?;
+    send_message(sock, &header(spec.len(), mask)?, &passed)?;
+    send_all(sock, spec)
+}
+
+/// A request's header: the body's length and the mask (see
+/// [`super::program`]).
+fn header(len: usize, mask: u32) -> io::Result<[u8; HEADER]> {
+    let len = u32::try_from(len).map_err(|_| io::Error::other("spec too large"))?;
     let mut header = [0u8; HEADER];
     header[..4].copy_from_slice(&len.to_ne_bytes());
     header[4..].copy_from_slice(&mask.to_ne_bytes());
-    send_message(sock, &header, &passed)?;
-    send_all(sock, spec)
+    Ok(header)
 }
 
 /// Sends `header` with `fds` as `SCM_RIGHTS`, all of it.

@@ -29,7 +29,7 @@ fn a_spare_asked_of_a_stopped_zygote_is_answered() {
     zygote.ask(0).expect("the spare was asked for");
     zygote.settle().expect("the stopped zygote answered");
     let spare = zygote.spare.as_ref().expect("a spare");
-    assert!(is_alive(spare.pid));
+    assert!(is_alive(spare.started.pid));
     zygote.end();
 }
 
@@ -38,7 +38,7 @@ fn a_waiting_spare_does_not_keep_the_dead_zygotes_socket_open() {
     let zygote = Zygote::spawn().expect("zygote");
     let mut zygote = zygote.ready(Some(0)).expect("the spare was asked for");
     zygote.settle().expect("answered");
-    let spare = zygote.spare.as_ref().expect("a spare").pid;
+    let spare = zygote.spare.as_ref().expect("a spare").started.pid;
     assert!(is_alive(spare));
     signal(zygote.pid, libc::SIGKILL);
     // Once the zygote is dead nobody may hold its end: the host must see
