@@ -77,7 +77,6 @@ pub fn drive(
         stdout,
         stderr,
         cleanup,
-        cleanup_after_reaper,
     } = spawned;
     let mut out = Some(stdout);
     let mut err = Some(stderr);
@@ -179,9 +178,6 @@ pub fn drive(
     };
     // Dropping `tree` kills and reaps anything still left; only then may
     // the sandbox's temp folder and cgroup go.
-    if cleanup_after_reaper {
-        tree.wait_exited(KILL_WAIT);
-    }
     drop(tree);
     drop(cleanup);
     outcome

@@ -180,7 +180,7 @@ impl Module {
                 ),
             ));
         }
-        let call = self.sandbox.prepare(cwd).map_err(|e| {
+        let mut call = self.sandbox.prepare(cwd).map_err(|e| {
             ToolError::new("sandbox_failed", format!("could not prepare the sandbox: {e}")).retryable(true)
         })?;
         let with_tmp;
@@ -210,7 +210,9 @@ impl Module {
                 _ => ToolError::new("spawn_failed", format!("could not start the command: {e}"))
                     .retryable(true),
             })?;
-        spawned.cleanup_after_reaper = call.holds_cgroup();
+        if let Some(reaper) = spawned.tree.pidfd() {
+            call.watch_reaper(reaper);
+        }
         spawned.cleanup = Some(Box::new(call));
         Ok(spawned)
     }

@@ -58,9 +58,6 @@ pub struct Spawned {
     pub stderr: OwnedFd,
     /// Dropped once the tree is gone (the sandbox's per-call resources).
     pub cleanup: Option<Box<dyn Send>>,
-    /// `cleanup` waits for the reaper's own exit, not only for its tree
-    /// (it holds the per-call pids cgroup, which cannot go before).
-    pub cleanup_after_reaper: bool,
 }
 
 /// Starts `spec`. Fails when the host is out of fds or processes or the
@@ -123,7 +120,6 @@ pub fn spawn(launcher: &Launcher, spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
         stdout: out_r,
         stderr: err_r,
         cleanup: None,
-        cleanup_after_reaper: false,
     })
 }
 

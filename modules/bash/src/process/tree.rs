@@ -144,29 +144,15 @@ impl Tree {
             self.exit = Some(Exit::Signal(libc::SIGKILL));
         }
         self.control = None;
-        // The zygote reaps the reaper; the pidfd stays for `wait_exited`.
+        // The zygote reaps the reaper.
+        self.pidfd = None;
     }
 
-    /// Waits, up to `bound`, until the reaper itself has exited. Gone (at
-    /// DONE) means no process of the tree is left, but the reaper is still
-    /// exiting and, until it has, still counts in its pids cgroup, which
-    /// cannot be removed before. Returns at once without a pidfd.
-    pub fn wait_exited(&self, bound: Duration) {
-        let Some(pidfd) = &self.pidfd else { return };
-        let end = Instant::now() + bound;
-        loop {
-            let left = end.saturating_duration_since(Instant::now());
-            let mut pfd = libc::pollfd {
-                fd: pidfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: polling one pidfd we own (readable once it exited).
-            let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1000) as libc::c_int) };
-            if r != 0 || left.is_zero() {
-                return;
-            }
-        }
+    /// A pidfd for the reaper, where the kernel has them (for resources
+    /// that must outlive the reaper itself, not only its tree).
+    pub fn pidfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        self.pidfd.as_ref().map(|fd| fd.as_fd())
     }
 
     /// SIGTERM (then SIGCONT) to every process of the tree.

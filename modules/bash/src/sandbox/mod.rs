@@ -484,10 +484,12 @@ impl CallBox {
         self.tmp.as_deref()
     }
 
-    /// Whether it holds a pids cgroup (removable only once the reaper has
-    /// exited).
-    pub fn holds_cgroup(&self) -> bool {
-        self.cgroup.is_some()
+    /// The reaper of this call (a pidfd): its pids cgroup, if any, is
+    /// removed only once the reaper has exited.
+    pub fn watch_reaper(&mut self, reaper: std::os::fd::BorrowedFd<'_>) {
+        if let Some(cgroup) = &mut self.cgroup {
+            cgroup.watch(reaper);
+        }
     }
 }
 

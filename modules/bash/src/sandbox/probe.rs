@@ -23,7 +23,7 @@ enum Probe {
 }
 
 fn run(launcher: &Launcher, sandbox: &Sandbox, layers: &Layers, req: &Request<'_>) -> Probe {
-    let call = match sandbox.prepare_with(req.working_dir, layers) {
+    let mut call = match sandbox.prepare_with(req.working_dir, layers) {
         Ok(c) => c,
         Err(e) => return Probe::Prepare(e),
     };
@@ -44,6 +44,9 @@ fn run(launcher: &Launcher, sandbox: &Sandbox, layers: &Layers, req: &Request<'_
         Ok(s) => s,
         Err(e) => return Probe::CloneFailed(e),
     };
+    if let Some(reaper) = spawned.tree.pidfd() {
+        call.watch_reaper(reaper);
+    }
     let end = Instant::now() + PROBE_BOUND;
     while !spawned.tree.is_gone() && Instant::now() < end {
         let mut pfd = libc::pollfd {
