@@ -78,6 +78,8 @@ fn wrapper() -> impl Strategy<Value = &'static str> {
         "builtin ",
         "stdbuf -o0 ",
         "stdbuf -oL -e0 ",
+        "setarch x86_64 ",
+        "linux64 -R ",
         "setsid -w ",
         "flock lock ",
         "time ",
@@ -85,6 +87,7 @@ fn wrapper() -> impl Strategy<Value = &'static str> {
         "ionice -c3 ",
         "exec ",
         "eval ",
+        "eval -- ",
         "coproc ",
         "echo x | xargs ",
         "echo x | xargs -I{} ",
@@ -103,6 +106,8 @@ fn command() -> impl Strategy<Value = String> {
         1 => Just("echo zap | xargs -I{} {} a".to_string()),
         1 => Just("x='a[$(zap a)]'; echo $((x))".to_string()),
         1 => Just("declare -i y; x='a[$(nuke)]'; y=x".to_string()),
+        1 => Just("[[ -v 'a[$(zap a)]' ]]".to_string()),
+        1 => Just("xargs -a <(echo a) zap".to_string()),
     ];
     leaf.prop_recursive(3, 24, 2, |inner| {
         prop_oneof![
@@ -111,6 +116,7 @@ fn command() -> impl Strategy<Value = String> {
                     "exec " | "coproc " => format!("( {w}{c} ); wait"),
                     "find . -maxdepth 0 -exec " => format!("{w}sh -c {} \\;", quote(&c)),
                     "eval " => format!("eval {}", quote(&c)),
+                    "eval -- " => format!("eval -- {}", quote(&c)),
                     _ => format!("{w}{c}"),
                 }
             }),

@@ -22,7 +22,8 @@ const EXEC: Options = Options {
 /// What the builtin `name` runs, or `None` if `name` is not one of these.
 pub fn inner(name: &str, args: &[Arg]) -> Option<Vec<Inner>> {
     let found = match name {
-        "eval" => joined(args, "eval").map(|s| s.into_iter().collect()),
+        // `eval -- WORDS` runs WORDS: bash reads `--` as the end of options.
+        "eval" => joined(after_dashes(args), "eval").map(|s| s.into_iter().collect()),
         "command" => getopt::parse(name, &COMMAND, args).map(|p| {
             let rest = &args[p.rest..];
             // `command -v/-V NAME` only prints what NAME is.
@@ -67,6 +68,14 @@ pub fn inner(name: &str, args: &[Arg]) -> Option<Vec<Inner>> {
         _ => return None,
     };
     Some(found.unwrap_or_else(|why| vec![Inner::Unknowable(why.0)]))
+}
+
+/// `args` without a leading `--` (the end of a builtin's options).
+fn after_dashes(args: &[Arg]) -> &[Arg] {
+    match args.first().and_then(Arg::lit) {
+        Some("--") => &args[1..],
+        _ => args,
+    }
 }
 
 /// Whether a short option cluster among `args` holds `c` (`-p`, `-rp`).
@@ -150,6 +159,10 @@ mod tests {
         assert_eq!(
             inner("command", &words("-p rm x")),
             Some(vec![Inner::Command(words("rm x"))])
+        );
+        assert_eq!(
+            inner("eval", &words("-- rm x")),
+            Some(vec![Inner::Script("rm x".into())])
         );
         assert_eq!(inner("command", &words("-v rm")), Some(vec![]));
         assert_eq!(

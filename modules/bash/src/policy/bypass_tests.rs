@@ -139,6 +139,83 @@ fn wrappers_with_options() {
     );
 }
 
+/// Programs that run a command and were missing from the wrapper tables
+/// (the dynamic loader, `setarch` and its per-architecture names,
+/// `start-stop-daemon`), `--` before `eval`'s words, and code in files a
+/// wrapper reads (`xargs -a <(…)`).
+#[test]
+fn loaders_and_less_common_wrappers() {
+    all_refused(
+        &deny_rm(),
+        "loaders and wrappers",
+        &[
+            "eval -- rm x",
+            "eval -- 'rm x'",
+            "builtin eval -- rm x",
+            "builtin eval rm x",
+            "builtin -- eval rm x",
+            "builtin builtin eval -- rm x",
+            "command eval -- rm x",
+            "command builtin eval rm x",
+            "exec -- rm x",
+            "setarch x86_64 rm x",
+            "setarch x86_64 -R rm x",
+            "setarch x86_64 --addr-no-randomize rm x",
+            "setarch -R rm x",
+            "setarch x86_64 -- rm x",
+            "setarch x86_64",
+            "setarch x86_64 <<< 'rm x'",
+            "linux64 rm x",
+            "linux32 -3 rm x",
+            "x86_64 rm x",
+            "i386 rm x",
+            "uname26 rm x",
+            "/usr/bin/setarch $(uname -m) rm x",
+            "/lib64/ld-linux-x86-64.so.2 /bin/rm x",
+            "/lib/ld-linux-aarch64.so.1 /bin/rm x",
+            "/lib/ld-musl-x86_64.so.1 /bin/rm x",
+            "ld.so /bin/rm x",
+            "/usr/bin/ld.so --library-path /lib /bin/rm x",
+            "ld.so --preload y.so --argv0 ls /bin/rm x",
+            "/lib64/ld-linux-x86-64.so.2 --list /bin/rm",
+            "start-stop-daemon -S -x /bin/rm -- x",
+            "start-stop-daemon --start --exec /bin/rm",
+            "start-stop-daemon -S -a /bin/rm -- x",
+            "/sbin/start-stop-daemon -Sx /bin/rm",
+            "xargs -a <(rm x) echo",
+            "xargs -a <(echo x) rm",
+            "xargs --arg-file=<(echo x) rm",
+            "xargs -a f rm",
+            "[[ -v 'a[$(rm x)]' ]]",
+            "[[ -v a[$(rm x)] ]]",
+            "[[ -R 'a[$(rm x)]' ]]",
+            "[[ ! -v 'a[$(rm x)]' ]]",
+            "[[ -n x && -v 'a[`rm x`]' ]]",
+            "x='a[$(rm x)]'; [[ -v $x ]]",
+            "[ -v 'a[$(rm x)]' ]",
+            "nice -- rm x",
+            "nohup -- rm x",
+            "timeout -- 5 rm x",
+            "stdbuf -o0 -- rm x",
+            "setsid -- rm x",
+            "taskset -- 1 rm x",
+            "ionice -- rm x",
+            "chroot -- / rm x",
+            "flock -- f rm x",
+            "env -- rm x",
+            "env -S'rm x' --",
+            "nsenter -t 1 rm x",
+            "parallel rm ::: x",
+            "watch -- rm x",
+            "busybox sh -c 'rm x'",
+            "busybox env rm x",
+            "find . -exec busybox rm {} \\;",
+            "bash -c -- 'rm x'",
+            "sh -ec 'rm x'",
+        ],
+    );
+}
+
 #[test]
 fn shells_reading_code_from_elsewhere() {
     all_refused(
@@ -321,6 +398,12 @@ fn everyday_commands_still_pass() {
         "a=(x y); for i in \"${a[@]}\"; do echo $i; done",
         "printf -v out '%s' hi; echo $out",
         "echo '$(rm x) is only text'",
+        "[[ -v HOME ]] && echo set",
+        "[[ -v 'arr[0]' ]]",
+        "diff <(ls a) <(ls b)",
+        "xargs -a f echo",
+        "eval -- echo hi",
+        "setarch x86_64 -R ./prog",
     ]
     .into_iter()
     .filter_map(|c| p.check(c).err().map(|d| (c, d.0)))

@@ -13,6 +13,7 @@
 pub mod arith;
 pub mod builtins;
 pub mod getopt;
+pub mod launchers;
 pub mod names;
 pub mod parse;
 pub mod shells;

@@ -207,7 +207,7 @@ impl Walker {
             match item {
                 I::IoRedirect(r) => self.redirect(r, depth)?,
                 I::Word(w) if in_prefix => drop(self.word(&w.value, depth)?),
-                I::Word(w) => pending_suffix.push(w.value.clone()),
+                I::Word(w) => pending_suffix.push(Some(w.value.clone())),
                 I::AssignmentWord(a, w) if in_prefix => {
                     self.assignment(a)?;
                     drop(self.word(&w.value, depth)?)
@@ -215,16 +215,25 @@ impl Walker {
                 // `export X=$(cmd)`: an argument like any other.
                 I::AssignmentWord(a, w) => {
                     self.assignment(a)?;
-                    pending_suffix.push(w.value.clone())
+                    pending_suffix.push(Some(w.value.clone()))
                 }
-                I::ProcessSubstitution(_, sub) => self.list(&sub.0, depth)?,
+                // A process substitution is checked, and keeps its place
+                // among the arguments (a path known only at run time):
+                // dropped, `xargs -a <(…) rm` would read as `xargs -a rm`.
+                I::ProcessSubstitution(_, sub) => {
+                    self.list(&sub.0, depth)?;
+                    pending_suffix.push(None);
+                }
             }
         }
         if let Some(name) = &s.word_or_name {
             args.push(self.word(&name.value, depth)?);
         }
         for w in &pending_suffix {
-            args.push(self.word(w, depth)?);
+            args.push(match w {
+                Some(w) => self.word(w, depth)?,
+                None => Arg::Dyn("<(…)".to_string()),
+            });
         }
         if args.is_empty() {
             return Ok(());
@@ -311,7 +320,19 @@ impl Walker {
                 self.test(b, depth)
             }
             E::Not(a) | E::Parenthesized(a) => self.test(a, depth),
-            E::UnaryTest(_, w) => self.word(&w.value, depth).map(|_| ()),
+            E::UnaryTest(op, w) => {
+                let operand = self.word(&w.value, depth)?;
+                // `[[ -v NAME ]]` and `[[ -R NAME ]]` read NAME as a variable
+                // name, whose subscript is evaluated (`a[$(…)]` runs).
+                if matches!(
+                    op,
+                    ast::UnaryPredicate::ShellVariableIsSetAndAssigned
+                        | ast::UnaryPredicate::ShellVariableIsSetAndNameRef
+                ) {
+                    self.values.name_only("[[", &operand).map_err(Unreadable)?;
+                }
+                Ok(())
+            }
             E::BinaryTest(op, a, b) => {
                 use ast::BinaryPredicate as B;
                 if matches!(

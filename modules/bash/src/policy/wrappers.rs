@@ -9,7 +9,7 @@
 use super::getopt::{self, Options};
 use super::parse::Unreadable;
 use super::words::Arg;
-use super::{builtins, shells};
+use super::{builtins, launchers, shells};
 
 /// What a wrapper runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,7 +272,28 @@ const OPAQUE: &[&str] = &[
     "runcon",
     "sg",
     "parallel",
+    "sem",
     "caffeinate",
+    "start-stop-daemon",
+    "daemonize",
+    "chpst",
+    "softlimit",
+    "setuidgid",
+    "envuidgid",
+    "envdir",
+    "cgexec",
+    "aa-exec",
+    "cpulimit",
+    "trickle",
+    "nocache",
+    "faketime",
+    "systemd-inhibit",
+    "dbus-run-session",
+    "dbus-launch",
+    "ssh-agent",
+    "xvfb-run",
+    "valgrind",
+    "schedtool",
 ];
 
 /// What `words` (a command with its arguments) runs besides itself.
@@ -287,6 +308,9 @@ pub fn inner(words: &[Arg]) -> Vec<Inner> {
     }
     if shells::SHELLS.contains(&name) {
         return shells::shell(name, args);
+    }
+    if let Some(found) = launchers::inner(name, args) {
+        return found.unwrap_or_else(|why| vec![Inner::Unknowable(why.0)]);
     }
     let found = match name {
         "env" => env(args),
