@@ -13,7 +13,7 @@ mod governance_args;
 mod human;
 mod init;
 mod list;
-mod output;
+pub mod output;
 mod serve;
 
 use std::path::PathBuf;
@@ -212,10 +212,8 @@ fn watch_signals(shutdown: CancelToken, signal: Arc<AtomicI32>) {
     });
 }
 
-/// Prints a line to stdout, ignoring a closed pipe (`toolhost list | head`).
+/// Prints a line of a command's output to stdout; a failed write makes the
+/// command exit 2 (see [`output::finish`]).
 pub(crate) fn print_stdout(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{text}");
-    let _ = out.flush();
+    output::print_line(text);
 }
