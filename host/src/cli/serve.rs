@@ -35,9 +35,18 @@ pub(super) struct ServeArgs {
     /// `http://localhost:6274`). Requests with any other `Origin` get 403.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
-    /// HTTP connections open at once; more are answered 503.
+    /// HTTP connections open at once that have sent a known token; a
+    /// request on one more is answered 503.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections: usize,
+    /// HTTP connections open at once that have not yet sent a request with
+    /// a known token; past it the oldest of them is closed.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_unauthenticated: usize,
+    /// Seconds a new connection may take to send a request with a known
+    /// token before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = 3)]
+    unauthenticated_timeout_secs: u64,
     /// MCP sessions live at once; more `initialize` calls are answered 503.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_sessions: usize,
@@ -90,6 +99,9 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: ServeArgs)
             options.allowed_origins = args.allow_origins;
             options.max_connections = args.max_connections.max(1);
             options.max_sessions = args.max_sessions.max(1);
+            options.max_unauthenticated = args.max_unauthenticated.max(1);
+            options.unauthenticated_timeout = Duration::from_secs(args.unauthenticated_timeout_secs.max(1));
+            options.sessions_per_principal = pipeline.host().plan.host.sessions_per_principal.max(1);
             options.header_timeout = Duration::from_secs(args.header_timeout_secs.max(1));
             options.session_idle = Duration::from_secs(args.session_idle_secs.max(1));
             mcp::http::serve(pipeline, shutdown, options)

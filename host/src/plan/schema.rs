@@ -83,6 +83,13 @@ pub struct HostSection {
     /// `[host.redact]`: the output guardrail (issue #16).
     #[serde(default)]
     pub redact: crate::governance::redact::RedactSection,
+    /// `serve --http`: MCP sessions one principal may hold at once (at
+    /// least 1). At the quota, a new `initialize` ends that principal's
+    /// least recently used idle session instead of being refused, so one
+    /// principal can neither take every `--max-sessions` place nor lock
+    /// itself out with a flood of `initialize`.
+    #[serde(default = "default_sessions_per_principal")]
+    pub sessions_per_principal: usize,
 }
 
 /// `[host] idempotency_ttl`: seconds, or a duration string.
@@ -115,6 +122,7 @@ impl Default for HostSection {
             host_id: None,
             principal: None,
             redact: Default::default(),
+            sessions_per_principal: default_sessions_per_principal(),
         }
     }
 }
@@ -133,6 +141,10 @@ fn default_cancel_grace_ms() -> u64 {
 
 fn default_batch_concurrency() -> usize {
     64
+}
+
+fn default_sessions_per_principal() -> usize {
+    16
 }
 
 fn default_hook_timeout_ms() -> u64 {

@@ -1,5 +1,6 @@
-//! The accept loop's defences: a connection cap, a back-off when the
-//! process runs out of descriptors, and logs that cannot flood.
+//! The accept loop's defences: a cap on authenticated connections, a
+//! back-off when the process runs out of descriptors, and logs that cannot
+//! flood.
 //!
 //! Without them a server out of descriptors (idle connections held open
 //! by anyone on the machine) would retry `accept` at once, forever: 100 %
@@ -9,8 +10,6 @@ use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The first pause after an accept failure that more accepting cannot fix.
@@ -101,7 +100,8 @@ impl RateLimitedLog {
     }
 }
 
-/// The cap on open connections.
+/// The cap on open authenticated connections (see [`super::unauthenticated`]
+/// for the others).
 #[derive(Clone)]
 pub struct Connections {
     permits: Arc<Semaphore>,
@@ -122,26 +122,26 @@ impl Connections {
         self.permits.clone().try_acquire_owned().ok()
     }
 
-    /// Answers a connection beyond the cap with a 503 and closes it,
-    /// without reading its request (bounded in time: a peer that does not
-    /// read cannot hold the task).
-    pub fn refuse(&self, mut stream: TcpStream) {
-        let body = format!(
-            "too many connections: this server holds at most {} (max_connections); retry later\n",
-            self.max
+    /// The answer to a request whose connection finds every place taken:
+    /// 503, and the connection closes (its body may be left unread).
+    pub fn refusal(&self) -> hyper::Response<super::super::auth::Body> {
+        let mut refused = super::super::auth::refusal(
+            hyper::StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "too many connections: this server holds at most {} (max_connections); retry later\n",
+                self.max
+            ),
         );
-        let response = format!(
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n\
-             Retry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
+        let headers = refused.headers_mut();
+        headers.insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
         );
-        tokio::spawn(async move {
-            let write = async {
-                stream.write_all(response.as_bytes()).await?;
-                stream.shutdown().await
-            };
-            let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
-        });
+        headers.insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from_static("1"),
+        );
+        refused
     }
 }
 

@@ -4,15 +4,20 @@
 //! `--no-auth` (loopback only); with no token given, one is generated and
 //! written to a 0600 file ([`super::auth::TokenFile`]). Before rmcp sees a
 //! request: the token, then the caps (connections, sessions), with a clear
-//! refusal for each. rmcp itself checks `Host` (DNS rebinding) and
+//! refusal for each. Connections that have not shown a token have their
+//! own budget and deadline ([`unauthenticated`]); a session answers only
+//! the principal that opened it, and each principal holds a bounded number
+//! ([`owners`]). rmcp itself checks `Host` (DNS rebinding) and
 //! `Origin` (a present `Origin` must be on the allow-list: 403 otherwise).
 //! Accepted sockets get `TCP_NODELAY` (small calls would otherwise wait
 //! for Nagle's delayed ACK, 10–60× slower than stdio).
 
 mod accept;
 pub mod direct;
+pub mod owners;
 mod priming;
 pub mod sessions;
+pub mod unauthenticated;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -25,15 +30,18 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 
-use super::auth::{self, Body};
+use super::auth::{self, Body, Principal};
 use super::ToolhostServer;
 use crate::cancel::CancelToken;
 use crate::pipeline::Pipeline;
 use accept::{Backoff, Connections};
+use owners::{Owners, Room};
 use sessions::SessionCalls;
+use unauthenticated::{Pending, Unauthenticated};
 
 /// Where the MCP endpoint answers (also at `/`).
 pub const ENDPOINT: &str = "/mcp";
@@ -52,10 +60,19 @@ pub struct Options {
     /// Browser origins allowed to call; a request with any other `Origin`
     /// gets 403 (requests without one, as non-browser clients send, pass).
     pub allowed_origins: Vec<String>,
-    /// Open connections at once; the next is answered 503 and closed.
+    /// Authenticated connections open at once; a request beyond is
+    /// answered 503 and its connection closed.
     pub max_connections: usize,
+    /// Connections open at once that have not yet sent a request with a
+    /// known token; past it the oldest of them is closed for the newest.
+    pub max_unauthenticated: usize,
+    /// How long a connection may take to send a request with a known token.
+    pub unauthenticated_timeout: Duration,
     /// Live sessions at once; the next `initialize` is answered 503.
     pub max_sessions: usize,
+    /// Sessions one principal may hold; past it, its least recently used
+    /// idle session ends for the new one (`[host] sessions_per_principal`).
+    pub sessions_per_principal: usize,
     /// How long a client may take to send a request's headers, and how long
     /// an idle keep-alive connection is kept.
     pub header_timeout: Duration,
@@ -71,7 +88,10 @@ impl Options {
             access,
             allowed_origins: Vec::new(),
             max_connections: 256,
+            max_unauthenticated: 64,
+            unauthenticated_timeout: Duration::from_secs(3),
             max_sessions: 64,
+            sessions_per_principal: 16,
             header_timeout: Duration::from_secs(10),
             session_idle: Duration::from_secs(600),
         }
@@ -137,6 +157,10 @@ struct Routing {
     gate: auth::Gate,
     calls: Arc<SessionCalls>,
     max_sessions: usize,
+    /// Whose each session is, and the per-principal quota.
+    owners: Arc<Owners>,
+    /// Authenticated connections (`max_connections`).
+    connections: Connections,
     /// Refusals are logged at most once per window (a flood must not flood
     /// the log as well).
     refusals: std::sync::Mutex<accept::RateLimitedLog>,
@@ -179,6 +203,7 @@ pub async fn serve(
     let manager = Arc::new(manager);
     let calls = SessionCalls::for_host(pipeline.host().clone());
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
+    let owners = Arc::new(Owners::new(options.sessions_per_principal));
     let direct = Arc::new(direct::Direct::new(
         pipeline.clone(),
         calls.clone(),
@@ -196,6 +221,8 @@ pub async fn serve(
         gate,
         calls: calls.clone(),
         max_sessions: options.max_sessions,
+        owners: owners.clone(),
+        connections: Connections::new(options.max_connections),
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
         direct: direct.clone(),
@@ -203,6 +230,7 @@ pub async fn serve(
     let sweeper = tokio::spawn(sessions::sweep(
         calls,
         direct,
+        owners,
         manager,
         sweep_every(options.session_idle),
     ));
@@ -215,7 +243,7 @@ pub async fn serve(
         }
     );
 
-    let connections = Connections::new(options.max_connections);
+    let unauthenticated = Unauthenticated::new(options.max_unauthenticated, options.unauthenticated_timeout);
     let mut backoff = Backoff::default();
     loop {
         let (stream, peer) = tokio::select! {
@@ -237,27 +265,33 @@ pub async fn serve(
             },
             _ = shutdown.cancelled() => break,
         };
-        let Some(permit) = connections.admit() else {
-            connections.refuse(stream);
-            continue;
-        };
+        let standing = Arc::new(Standing {
+            pending: unauthenticated.arrive(),
+            permit: std::sync::Mutex::new(None),
+        });
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
         }
         let routing = routing.clone();
         let header_timeout = options.header_timeout;
         tokio::spawn(async move {
-            let _permit = permit;
+            let for_service = standing.clone();
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let routing = routing.clone();
-                async move { Ok::<_, Infallible>(route(&routing, request).await) }
+                let standing = for_service.clone();
+                async move { Ok::<_, Infallible>(route(&routing, &standing, request).await) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = connection.await {
-                tracing::debug!(%peer, "HTTP connection ended: {e}");
+            tokio::select! {
+                ended = connection => if let Err(e) = ended {
+                    tracing::debug!(%peer, "HTTP connection ended: {e}");
+                },
+                () = standing.pending.expired() => {
+                    tracing::debug!(%peer, "closed an HTTP connection that sent no request with a known token in time");
+                }
             }
         });
     }
@@ -272,18 +306,43 @@ fn sweep_every(idle: Duration) -> Duration {
     (idle / 4).clamp(Duration::from_millis(200), Duration::from_secs(5))
 }
 
-/// Token first, then the endpoint, the session cap, and rmcp; everything
-/// else is 404.
-async fn route(routing: &Routing, mut request: Request<Incoming>) -> Response<Body> {
-    match routing.gate.identify(request.headers()) {
-        Some(principal) => {
-            request.extensions_mut().insert(principal);
+/// One connection's standing: unauthenticated until a request shows a
+/// known token, then holding a place among `max_connections`.
+struct Standing {
+    pending: Arc<Pending>,
+    permit: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+}
+
+impl Standing {
+    /// A request showed a known token: the connection takes its place among
+    /// the authenticated ones (once); `false` when they are all taken.
+    fn authenticate(&self, connections: &Connections) -> bool {
+        let mut permit = self
+            .permit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if permit.is_none() {
+            *permit = connections.admit();
         }
+        self.pending.authenticated();
+        permit.is_some()
+    }
+}
+
+/// Token first, then the connection cap, the endpoint, the session's owner,
+/// the session cap, and rmcp; everything else is 404.
+async fn route(routing: &Routing, standing: &Standing, mut request: Request<Incoming>) -> Response<Body> {
+    let principal = match routing.gate.identify(request.headers()) {
+        Some(principal) => principal,
         None => {
             tracing::info!(path = %request.uri().path(), "rejected an HTTP request without a known bearer token");
             return auth::unauthorized();
         }
+    };
+    if !standing.authenticate(&routing.connections) {
+        return routing.connections.refusal();
     }
+    request.extensions_mut().insert(principal.clone());
     let path = request.uri().path();
     if path != ENDPOINT && path != "/" {
         return auth::refusal(
@@ -296,27 +355,46 @@ async fn route(routing: &Routing, mut request: Request<Incoming>) -> Response<Bo
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    match (request.method(), session) {
-        (&Method::DELETE, Some(session)) => {
+    let Some(session) = session else {
+        if request.method() == Method::POST {
+            return new_session(routing, &principal, request).await;
+        }
+        let version = priming::version_of(request.headers(), None);
+        return without_priming_unless(&version, routing.mcp.handle(request).await);
+    };
+    // Someone else's session is answered as one that does not exist, the
+    // body read first as rmcp does (so the connection stays usable alike).
+    let Some(busy) = routing.owners.claim(&session, &principal.0) else {
+        let _ = Limited::new(request.into_body(), MAX_BODY).collect().await;
+        return owners::not_found();
+    };
+    let response = in_session(routing, request, &session).await;
+    owners::hold_while_streaming(response, busy)
+}
+
+/// A request in `session`, which is the caller's.
+async fn in_session(routing: &Routing, request: Request<Incoming>, session: &str) -> Response<Body> {
+    match *request.method() {
+        Method::DELETE => {
             let response = routing.mcp.handle(request).await;
             if response.status().is_success() {
                 // The session is gone: its calls stop now, not when rmcp's
                 // drain gives up on them.
-                routing.calls.end(&session);
+                routing.owners.forget(session);
+                routing.calls.end(session);
             }
             response
         }
-        (&Method::POST, None) => new_session(routing, request).await,
-        (&Method::POST, Some(session)) => {
+        Method::POST => {
             let version = priming::version_of(request.headers(), None);
-            let response = match routing.direct.post(request, &session).await {
+            let response = match routing.direct.post(request, session).await {
                 direct::Outcome::Answered(response) => return response,
                 direct::Outcome::Rmcp(request) => routing.mcp.handle(request).await,
                 direct::Outcome::RmcpRead(request) => routing.mcp.handle(request).await,
             };
             without_priming_unless(&version, response)
         }
-        (_, _) => {
+        _ => {
             let version = priming::version_of(request.headers(), None);
             without_priming_unless(&version, routing.mcp.handle(request).await)
         }
@@ -324,13 +402,17 @@ async fn route(routing: &Routing, mut request: Request<Incoming>) -> Response<Bo
 }
 
 /// A POST outside any session: an `initialize` (anything else rmcp
-/// refuses). Capped by `max_sessions`; its body is read here to learn the
-/// protocol version it asks for.
-async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<Body> {
+/// refuses). Capped by `max_sessions` and by the principal's quota (at
+/// which its least recently used idle session ends instead); its body is
+/// read here to learn the protocol version it asks for.
+async fn new_session(routing: &Routing, principal: &Principal, request: Request<Incoming>) -> Response<Body> {
     // A cheap first look, before the body is read: a flood is refused
-    // without reading what it sends.
-    if let Some(refused) = refuse_if_full(routing).await {
-        return refused;
+    // without reading what it sends (unless one of the principal's own
+    // sessions could make room).
+    if !routing.owners.at_quota(&principal.0) {
+        if let Some(refused) = refuse_if_full(routing).await {
+            return refused;
+        }
     }
     let (parts, body) = request.into_parts();
     let bytes = match Limited::new(body, MAX_BODY).collect().await {
@@ -348,21 +430,73 @@ async fn new_session(routing: &Routing, request: Request<Incoming>) -> Response<
     // The decisive look: under the admission lock, held until rmcp has
     // created the session (it does so before it answers the initialize).
     let admitted = routing.admission.lock().await;
+    match routing.owners.room_for(&principal.0) {
+        Room::Free => {}
+        Room::Evict(oldest) => end_for_quota(routing, principal, &oldest).await,
+        Room::Full => return quota_full(routing, principal),
+    }
     if let Some(refused) = refuse_if_full(routing).await {
         return refused;
     }
     let response = routing.mcp.handle(request).await;
+    let id = response
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| response.status().is_success())
+        .map(str::to_owned);
+    let Some(id) = id else {
+        drop(admitted);
+        return without_priming_unless(&version, response);
+    };
+    // Registered before the answer leaves: the session id is never
+    // usable without its owner, and it is busy until its answer is sent.
+    let busy = routing.owners.register(&id, &principal.0);
     drop(admitted);
-    if response.status().is_success() {
-        if let Some(id) = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-        {
-            routing.direct.learn(id, &bytes);
-        }
+    routing.direct.learn(&id, &bytes);
+    owners::hold_while_streaming(without_priming_unless(&version, response), busy)
+}
+
+/// Ends `session`, the least recently used idle one of `principal`, which
+/// is at its quota and opens another.
+async fn end_for_quota(routing: &Routing, principal: &Principal, session: &str) {
+    let admitted = routing
+        .refusals
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .admit();
+    if let Some(suppressed) = admitted {
+        tracing::info!(
+            principal = %principal.0,
+            session,
+            suppressed,
+            "ended the principal's least recently used idle MCP session: sessions_per_principal ({}) reached",
+            routing.owners.per_principal()
+        );
     }
-    without_priming_unless(&version, response)
+    let id: SessionId = Arc::from(session);
+    if let Err(e) = routing.manager.close_session(&id).await {
+        tracing::debug!(session, "closing the evicted session: {e}");
+    }
+    routing.calls.end(session);
+}
+
+/// A 503 for a principal whose sessions are all busy at its quota.
+fn quota_full(routing: &Routing, principal: &Principal) -> Response<Body> {
+    let mut refused = auth::refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "too many sessions for principal '{}': it holds {} (sessions_per_principal), all busy; \
+             end one with DELETE or wait for one to finish\n",
+            principal.0,
+            routing.owners.per_principal()
+        ),
+    );
+    refused.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    refused
 }
 
 /// A 503 when `max_sessions` sessions are live, its log line rate-limited.

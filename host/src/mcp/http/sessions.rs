@@ -142,10 +142,12 @@ impl SessionCalls {
 }
 
 /// Ends, every `every`, the sessions rmcp no longer holds (expired idle,
-/// closed by the client going away), and has the fast path forget them.
+/// closed by the client going away), and has the fast path and the owners'
+/// table forget them.
 pub async fn sweep(
     calls: Arc<SessionCalls>,
     direct: Arc<super::direct::Direct>,
+    owners: Arc<super::owners::Owners>,
     manager: Arc<LocalSessionManager>,
     every: Duration,
 ) {
@@ -157,6 +159,7 @@ pub async fn sweep(
         let live = manager.sessions.read().await;
         let is_live = |id: &str| live.contains_key(id);
         direct.retain(is_live);
+        owners.retain(is_live);
         let gone: Vec<String> = known.into_iter().filter(|id| !is_live(id)).collect();
         drop(live);
         for id in gone {
