@@ -119,15 +119,17 @@ impl Walker {
     }
 
     fn pipeline(&mut self, p: &ast::Pipeline, depth: usize) -> R {
-        for command in &p.seq {
-            self.command(command, depth)?;
+        for (i, command) in p.seq.iter().enumerate() {
+            self.command(command, i == 0 && p.timed.is_some(), depth)?;
         }
         Ok(())
     }
 
-    fn command(&mut self, c: &ast::Command, depth: usize) -> R {
+    /// `timed`: the command follows the `time` keyword, which reads a `--`
+    /// before it as the end of its own options (`time -p -- rm x` runs `rm`).
+    fn command(&mut self, c: &ast::Command, timed: bool, depth: usize) -> R {
         match c {
-            ast::Command::Simple(s) => self.simple(s, depth),
+            ast::Command::Simple(s) => self.simple(s, timed, depth),
             ast::Command::Compound(cc, redirects) => {
                 self.compound(cc, depth)?;
                 self.redirects(redirects.as_ref(), depth)
@@ -193,7 +195,7 @@ impl Walker {
         }
     }
 
-    fn simple(&mut self, s: &ast::SimpleCommand, depth: usize) -> R {
+    fn simple(&mut self, s: &ast::SimpleCommand, timed: bool, depth: usize) -> R {
         let mut args = Vec::new();
         let items = s
             .prefix
@@ -234,6 +236,9 @@ impl Walker {
                 Some(w) => self.word(w, depth)?,
                 None => Arg::Dyn("<(…)".to_string()),
             });
+        }
+        if timed && args.len() > 1 && args[0].lit() == Some("--") {
+            args.remove(0);
         }
         if args.is_empty() {
             return Ok(());
