@@ -126,6 +126,7 @@ fn an_allow_list_runs_only_listed_commands() {
         "v=PS4; declare -n r=$v; r='$(touch {f})'; set -x; :",
         "declare -n r; r=PS4; r='$(touch {f})'; set -x; :",
         "read 'a[$(touch {f})]' <<< 1",
+        "[[ -v 'a[$(touch {f})]' ]]",
         "eval 'ls {f}'",
         "command ls",
         "trap 'ls' EXIT",
