@@ -164,6 +164,8 @@ struct Routing {
     /// Refusals are logged at most once per window (a flood must not flood
     /// the log as well).
     refusals: std::sync::Mutex<accept::RateLimitedLog>,
+    /// Sessions ended for a principal's quota, logged the same way.
+    evictions: std::sync::Mutex<accept::RateLimitedLog>,
     /// The fast path for plain `tools/call`s in a session.
     direct: Arc<direct::Direct>,
     /// Held from the cap check until rmcp has registered the new session:
@@ -224,6 +226,7 @@ pub async fn serve(
         owners: owners.clone(),
         connections: Connections::new(options.max_connections),
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
+        evictions: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
         direct: direct.clone(),
     });
@@ -461,7 +464,7 @@ async fn new_session(routing: &Routing, principal: &Principal, request: Request<
 /// is at its quota and opens another.
 async fn end_for_quota(routing: &Routing, principal: &Principal, session: &str) {
     let admitted = routing
-        .refusals
+        .evictions
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .admit();
