@@ -89,6 +89,18 @@ fn results_are_lost_loudly_when_stdout_was_closed() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("closed when toolhost started"), "{stderr}");
     }
+    // MCP on stdio would speak into nothing: refused at start.
+    let out = with_closed(&env, ">&-", &["serve"]);
+    assert_lost_at_start(&out);
+}
+
+fn assert_lost_at_start(out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "serve: {stderr}");
+    assert!(
+        stderr.contains("stdout was closed when toolhost started"),
+        "{stderr}"
+    );
 }
 
 #[test]

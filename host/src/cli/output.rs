@@ -34,7 +34,7 @@ pub fn standard_fds_were_closed(mask: u8) {
 }
 
 /// Whether stdout was closed when the process started.
-fn stdout_was_closed() -> bool {
+pub(crate) fn stdout_was_closed() -> bool {
     CLOSED_AT_START.load(Ordering::SeqCst) & 0b010 != 0
 }
 

@@ -66,6 +66,9 @@ pub(super) enum ServeFailed {
     /// stdout could not be taken for the protocol (stdio).
     #[error(transparent)]
     Stdout(mcp::stdio::StdioError),
+    /// stdout was closed at start: the protocol would go nowhere (stdio).
+    #[error("stdout was closed when toolhost started: `serve` without --http speaks MCP on stdout")]
+    StdoutClosed,
     /// The stdio session failed.
     #[error(transparent)]
     Stdio(mcp::stdio::StdioError),
@@ -78,6 +81,9 @@ pub(super) enum ServeFailed {
 /// so nothing a module prints while mounting reaches the client.
 pub(super) fn prepare(args: &ServeArgs) -> Result<(), ServeFailed> {
     if args.http.is_none() {
+        if super::output::stdout_was_closed() {
+            return Err(ServeFailed::StdoutClosed);
+        }
         mcp::stdio::claim_stdout().map_err(ServeFailed::Stdout)?;
     }
     Ok(())
