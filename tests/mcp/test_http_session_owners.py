@@ -219,3 +219,30 @@ def test_half_sent_requests_without_a_token_do_not_starve_a_token_holder(workspa
         for s in half_sent:
             s.close()
         server.stop()
+
+
+def test_at_its_quota_with_every_session_busy_a_principal_is_refused_clearly(workspace):
+    ws = workspace(principals_plan("sessions_per_principal = 2\n"))
+    server = start(ws)
+    streams = []
+    try:
+        with httpx2.Client(timeout=30) as client:
+            held = [open_session(client, server.url, token=BOB) for _ in range(2)]
+            for sid in held:
+                listener = httpx2.Client(timeout=30)
+                request = listener.build_request("GET", server.url, headers=sse_headers(BOB, sid))
+                response = listener.send(request, stream=True)
+                assert response.status_code == 200
+                streams.append((listener, response))
+            refused = client.post(server.url, content=init_body(), headers=auth(BOB))
+            assert refused.status_code == 503, refused.text
+            assert "sessions_per_principal" in refused.text and "bob" in refused.text
+            # Other principals are not concerned; ending one of bob's sessions makes room.
+            assert open_session(client, server.url, token=ADMIN)
+            assert client.delete(server.url, headers=headers(BOB, held[0])).status_code in (200, 202, 204)
+            assert open_session(client, server.url, token=BOB)
+    finally:
+        for listener, response in streams:
+            response.close()
+            listener.close()
+        server.stop()
