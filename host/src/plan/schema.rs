@@ -83,6 +83,14 @@ pub struct HostSection {
     /// `[host.redact]`: the output guardrail (issue #16).
     #[serde(default)]
     pub redact: crate::governance::redact::RedactSection,
+    /// `[host.worker_limits]`: caps on what an isolated module's worker may
+    /// send (frames, log lines, events); past one the worker is killed.
+    #[serde(default)]
+    pub worker_limits: crate::isolate::bounds::WorkerLimits,
+    /// `[host.mcp_limits]`: caps on a mounted MCP server's tool list (tools,
+    /// and the pages and bytes of one `tools/list` walk).
+    #[serde(default)]
+    pub mcp_limits: crate::source::mcp::bounds::McpLimits,
 }
 
 /// `[host] idempotency_ttl`: seconds, or a duration string.
@@ -115,6 +123,8 @@ impl Default for HostSection {
             host_id: None,
             principal: None,
             redact: Default::default(),
+            worker_limits: Default::default(),
+            mcp_limits: Default::default(),
         }
     }
 }

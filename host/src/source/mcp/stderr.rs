@@ -1,0 +1,40 @@
+//! A stdio server's stderr, into the host's log: one record per line.
+//!
+//! The server's stderr is piped rather than shared with the host's, so
+//! that what it writes cannot pose as the host's own log records (a
+//! newline starts no new record) nor reach the terminal as escape
+//! sequences: each line is redacted, escaped and logged at `warn` (shown
+//! by default, as the server's own stderr was) under the server's label.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::ChildStderr;
+
+/// The longest line logged whole; the rest of a longer one is dropped.
+const MAX_LINE_BYTES: u64 = 16 * 1024;
+
+/// Starts a thread that logs `stderr` line by line until it closes.
+pub(super) fn forward(label: String, stderr: ChildStderr) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("toolhost-mcp-stderr".into())
+        .spawn(move || {
+            let mut reader = BufReader::new(stderr);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match reader.by_ref().take(MAX_LINE_BYTES).read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let cut = line.last() != Some(&b'\n');
+                if cut && reader.skip_until(b'\n').is_err() {
+                    return;
+                }
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']);
+                let message = crate::governance::redact::log_message(text);
+                let cut = if cut { " [line cut]" } else { "" };
+                tracing::warn!(target: "toolhost::mcp", server = %label, "{message}{cut}");
+            }
+        })
+        .map(drop)
+}
