@@ -367,11 +367,14 @@ impl Server {
             let _ = child.kill();
             return Err(SourceError::Pipes { label });
         };
-        if let Err(error) = super::stderr::forward(label.clone(), stderr) {
-            kill_group(pgid);
-            let _ = child.wait();
-            return Err(SourceError::Watch { label, error });
-        }
+        let forwarder = match super::stderr::forward(label.clone(), stderr) {
+            Ok(forwarder) => forwarder,
+            Err(error) => {
+                kill_group(pgid);
+                let _ = child.wait();
+                return Err(SourceError::Watch { label, error });
+            }
+        };
         let limits = self.limits.clone();
         let handshake = runtime::wait(async move {
             let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(HandshakeError::Pipe)?;
@@ -392,6 +395,7 @@ impl Server {
             Err(error) => {
                 kill_group(pgid);
                 let status = child.wait().ok();
+                forwarder.drain(Duration::from_secs(1));
                 return Err(SourceError::Handshake {
                     label,
                     program: program.clone(),

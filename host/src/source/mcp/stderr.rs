@@ -13,7 +13,7 @@ use std::process::ChildStderr;
 const MAX_LINE_BYTES: u64 = 16 * 1024;
 
 /// Starts a thread that logs `stderr` line by line until it closes.
-pub(super) fn forward(label: String, stderr: ChildStderr) -> std::io::Result<()> {
+pub(super) fn forward(label: String, stderr: ChildStderr) -> std::io::Result<Forwarder> {
     std::thread::Builder::new()
         .name("toolhost-mcp-stderr".into())
         .spawn(move || {
@@ -36,5 +36,20 @@ pub(super) fn forward(label: String, stderr: ChildStderr) -> std::io::Result<()>
                 tracing::warn!(target: "toolhost::mcp", server = %label, "{message}{cut}");
             }
         })
-        .map(drop)
+        .map(Forwarder)
+}
+
+/// The thread logging a server's stderr.
+pub(super) struct Forwarder(std::thread::JoinHandle<()>);
+
+impl Forwarder {
+    /// Waits (up to `limit`) until everything the server wrote is logged:
+    /// when it failed to start, its last words explain why, and the host
+    /// may be about to exit.
+    pub(super) fn drain(self, limit: std::time::Duration) {
+        let end = std::time::Instant::now() + limit;
+        while !self.0.is_finished() && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
