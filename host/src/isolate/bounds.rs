@@ -39,10 +39,13 @@ pub struct WorkerLimits {
     /// Events emitted in one second.
     #[serde(default = "default_max_events_per_second")]
     pub max_events_per_second: u64,
-    /// Event names the module may contribute, over the host's life (the
-    /// host keeps every name it is given).
+    /// Distinct event names the module may contribute, over the host's
+    /// life (the host keeps every name it is given).
     #[serde(default = "default_max_event_names")]
     pub max_event_names: u64,
+    /// The longest event name it may contribute, in bytes.
+    #[serde(default = "default_max_event_name_bytes")]
+    pub max_event_name_bytes: u64,
 }
 
 impl Default for WorkerLimits {
@@ -55,6 +58,7 @@ impl Default for WorkerLimits {
             max_log_lines_per_second: default_max_log_lines_per_second(),
             max_events_per_second: default_max_events_per_second(),
             max_event_names: default_max_event_names(),
+            max_event_name_bytes: default_max_event_name_bytes(),
         }
     }
 }
@@ -79,6 +83,9 @@ fn default_max_events_per_second() -> u64 {
 }
 fn default_max_event_names() -> u64 {
     1_000
+}
+fn default_max_event_name_bytes() -> u64 {
+    256
 }
 
 /// A cap the worker went past.
@@ -119,13 +126,17 @@ pub(crate) struct Meter {
     frames: u64,
     logs: u64,
     events: u64,
-    /// Event names contributed, kept by the supervisor across restarts.
-    names: u64,
+    /// The distinct event names contributed, shared by every worker of
+    /// the module (a restarted worker contributes the same names again).
+    names: EventNames,
 }
 
+/// The event names one module's workers contributed.
+pub(crate) type EventNames = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>;
+
 impl Meter {
-    /// A meter starting now; `names` event names were contributed before.
-    pub(crate) fn new(limits: WorkerLimits, names: u64) -> Self {
+    /// A meter starting now; `names` holds the names contributed before.
+    pub(crate) fn new(limits: WorkerLimits, names: EventNames) -> Self {
         Meter {
             limits,
             second: Instant::now(),
@@ -134,11 +145,6 @@ impl Meter {
             events: 0,
             names,
         }
-    }
-
-    /// Event names contributed so far.
-    pub(crate) fn names(&self) -> u64 {
-        self.names
     }
 
     /// Counts `frame`; an error when it goes past a per-second cap or the
@@ -178,9 +184,28 @@ impl Meter {
                 )
             }
             Kind::Events => {
-                let count = frame.list.as_ref().map_or(0, Vec::len);
-                self.names = self.names.saturating_add(count as u64);
-                check("max_event_names", "event names", l.max_event_names, self.names)
+                let mut known = self
+                    .names
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for name in frame.list.iter().flatten() {
+                    check(
+                        "max_event_name_bytes",
+                        "bytes in one event name",
+                        l.max_event_name_bytes,
+                        name.len() as u64,
+                    )?;
+                    if !known.contains(name) {
+                        known.insert(name.clone());
+                    }
+                    check(
+                        "max_event_names",
+                        "distinct event names",
+                        l.max_event_names,
+                        known.len() as u64,
+                    )?;
+                }
+                Ok(())
             }
             _ => Ok(()),
         }
@@ -232,21 +257,33 @@ mod tests {
 
     #[test]
     fn each_cap_stops_the_frame_past_it() {
-        let mut meter = Meter::new(limits(), 0);
+        let mut meter = Meter::new(limits(), EventNames::default());
         for _ in 0..3 {
             meter.admit(&Frame::new(Kind::Log)).expect("under the cap");
         }
         let e = meter.admit(&Frame::new(Kind::Log)).expect_err("fourth log line");
         assert_eq!((e.key, e.cap, e.seen), ("max_log_lines_per_second", 3, 4));
 
-        let mut meter = Meter::new(limits(), 2);
-        let mut names = Frame::new(Kind::Events);
-        names.list = Some(vec!["a".into(), "b".into()]);
-        meter.admit(&names).expect("four names");
-        let e = meter.admit(&names).expect_err("six names");
-        assert_eq!((e.key, e.seen), ("max_event_names", 6));
+        let known = EventNames::default();
+        let mut meter = Meter::new(limits(), known.clone());
+        let names = |list: &[&str]| {
+            let mut frame = Frame::new(Kind::Events);
+            frame.list = Some(list.iter().map(|n| n.to_string()).collect());
+            frame
+        };
+        meter.admit(&names(&["a", "b", "c"])).expect("three names");
+        // A restarted worker's meter shares what the module contributed:
+        // the same names again cost nothing.
+        let mut meter = Meter::new(limits(), known);
+        meter
+            .admit(&names(&["a", "b", "c", "d"]))
+            .expect("four distinct names");
+        let e = meter.admit(&names(&["e"])).expect_err("five distinct names");
+        assert_eq!((e.key, e.seen), ("max_event_names", 5));
+        let e = meter.admit(&names(&[&"x".repeat(257)])).expect_err("a long name");
+        assert_eq!((e.key, e.seen), ("max_event_name_bytes", 257));
 
-        let meter = Meter::new(limits(), 0);
+        let meter = Meter::new(limits(), EventNames::default());
         let mut call = CallCount::default();
         meter.admit_for_call(&mut call, Kind::Log).expect("one");
         meter.admit_for_call(&mut call, Kind::Log).expect("two");
@@ -261,7 +298,7 @@ mod tests {
 
     #[test]
     fn the_window_restarts_every_second() {
-        let mut meter = Meter::new(limits(), 0);
+        let mut meter = Meter::new(limits(), EventNames::default());
         for _ in 0..10 {
             meter.admit(&Frame::new(Kind::Progress)).expect("ten");
         }

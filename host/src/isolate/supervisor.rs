@@ -18,7 +18,7 @@ use toolhost_core::abi::{level, FfiContextRef, NO_DEADLINE};
 use toolhost_core::wire::codes;
 use toolhost_core::{Manifest, Status, ToolResult};
 
-use super::bounds::{CallCount, Meter, WorkerLimits};
+use super::bounds::{CallCount, EventNames, Meter, WorkerLimits};
 use super::error::{Step, SupervisorError};
 use super::exit::{self, Ended};
 use super::frame::{self, Frame, Kind, ReadError};
@@ -76,7 +76,7 @@ struct Live {
 
 /// A call in flight: where its replies go, and what the worker sent for it.
 struct Waiter {
-    reply: mpsc::Sender<Reply>,
+    reply: mpsc::SyncSender<Reply>,
     count: CallCount,
 }
 
@@ -102,8 +102,10 @@ pub struct Supervisor {
     next_id: AtomicU64,
     /// What a worker may send.
     limits: WorkerLimits,
-    /// Event names its workers contributed so far (every restart's count).
-    names: AtomicU64,
+    /// Event names its workers contributed.
+    names: EventNames,
+    /// `module:report` events kept at the first mount.
+    reports: std::sync::atomic::AtomicUsize,
 }
 
 /// A started worker and what it said at mount.
@@ -137,7 +139,8 @@ impl Supervisor {
             state: Restarts::default(),
             next_id: AtomicU64::new(1),
             limits,
-            names: AtomicU64::new(0),
+            names: EventNames::default(),
+            reports: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -195,7 +198,7 @@ impl Supervisor {
             closing: AtomicBool::new(false),
         });
         let mut reader = BufReader::new(output);
-        let mut meter = Meter::new(self.limits.clone(), self.names.load(Ordering::SeqCst));
+        let mut meter = Meter::new(self.limits.clone(), self.names.clone());
         // A worker that hangs in open or mount is killed at the deadline:
         // its reads then end, and the start fails instead of blocking every
         // call (other callers wait for it).
@@ -354,7 +357,13 @@ impl Supervisor {
                 }
                 let payload: Value = serde_json::from_str(frame.body_text()).unwrap_or(Value::Null);
                 if mounting && event == crate::events::MODULE_REPORT {
-                    self.events.record_report(&self.name(), &payload);
+                    // Kept for the host's life: a few, of a few KiB each.
+                    let small = frame.body_text().len() <= MAX_REPORT_BYTES;
+                    if small && self.reports.fetch_add(1, Ordering::SeqCst) < MAX_REPORTS {
+                        self.events.record_report(&self.name(), &payload);
+                    } else {
+                        tracing::warn!(module = %self.name(), "ignored a module report past the {MAX_REPORTS} kept, or longer than {MAX_REPORT_BYTES} bytes");
+                    }
                 }
                 self.events.emit(event, &payload);
             }
@@ -432,14 +441,9 @@ impl Supervisor {
         }
     }
 
-    /// Counts `frame` against the per-second caps, keeping the count of
-    /// event names for the next worker.
+    /// Counts `frame` against the per-second caps and the event names.
     fn metered(&self, meter: &mut Meter, frame: &Frame) -> Result<(), ReadError> {
-        let admitted = meter.admit(frame);
-        if frame.t == Kind::Events {
-            self.names.store(meter.names(), Ordering::SeqCst);
-        }
-        Ok(admitted?)
+        Ok(meter.admit(frame)?)
     }
 
     /// Hands a frame to the call it belongs to (counted against that
@@ -469,7 +473,17 @@ impl Supervisor {
         }
         if let Some(waiter) = map.get_mut(&id) {
             meter.admit_for_call(&mut waiter.count, frame.t)?;
-            let _ = waiter.reply.send(reply);
+            // Progress and log lines queue up only so far behind the call
+            // that forwards them; past that (or past their size) they are
+            // dropped, never buffered without bound.
+            let fits = match &reply {
+                Reply::Progress(json) => json.len() <= MAX_REPLY_BYTES,
+                Reply::Log(_, text) => text.len() <= MAX_REPLY_BYTES,
+                _ => true,
+            };
+            if !fits || waiter.reply.try_send(reply).is_err() {
+                tracing::debug!(module = %self.name(), call = id, "dropped a progress report or log line of a call");
+            }
         }
         Ok(())
     }
@@ -497,7 +511,7 @@ impl Supervisor {
             Err(result) => return encode(&result),
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(REPLY_QUEUE);
         {
             let mut pending = live.pending.lock().unwrap_or_else(PoisonError::into_inner);
             match pending.as_mut() {
@@ -584,6 +598,17 @@ impl Supervisor {
         kill(live.pid);
     }
 }
+
+/// Progress reports and log lines waiting for their call's thread, at most;
+/// and the longest one passed on.
+const REPLY_QUEUE: usize = 64;
+const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+/// The `module:report` events kept of one isolated module's first mount,
+/// and the longest one kept: what a worker sends is bounded, and these
+/// stay for the host's life.
+const MAX_REPORTS: usize = 16;
+const MAX_REPORT_BYTES: usize = 64 * 1024;
 
 /// How long a worker may take to open and mount its library: 30 s, or
 /// `TOOLHOST_WORKER_START_TIMEOUT_MS`.
