@@ -323,7 +323,7 @@ impl Supervisor {
                 Err(ReadError::Eof) => return Err(Step::Eof),
                 Err(e) => return Err(Step::Protocol(e)),
             };
-            self.metered(meter, &frame).map_err(Step::Protocol)?;
+            meter.admit(&frame).map_err(|e| Step::Protocol(e.into()))?;
             match frame.t {
                 t if t == want => return Ok(frame),
                 Kind::Error => return Err(Step::Worker(frame.text.unwrap_or_default())),
@@ -387,7 +387,7 @@ impl Supervisor {
         let mut broke: Option<ReadError> = None;
         loop {
             let read = frame::read_frame(&mut reader, &mut buf, self.limits.max_frame_bytes)
-                .and_then(|frame| self.metered(&mut meter, &frame).map(|()| frame))
+                .and_then(|frame| meter.admit(&frame).map(|()| frame).map_err(ReadError::from))
                 .and_then(|frame| self.route(&live, &meter, frame).map_err(ReadError::from));
             match read {
                 Ok(()) => {}
@@ -439,11 +439,6 @@ impl Supervisor {
         for (_, waiter) in orphans {
             let _ = waiter.reply.send(Reply::Crashed(ended.clone()));
         }
-    }
-
-    /// Counts `frame` against the per-second caps and the event names.
-    fn metered(&self, meter: &mut Meter, frame: &Frame) -> Result<(), ReadError> {
-        Ok(meter.admit(frame)?)
     }
 
     /// Hands a frame to the call it belongs to (counted against that
