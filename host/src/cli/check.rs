@@ -102,5 +102,5 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
 /// errors, their own reports) is escaped, so none of it can span lines or
 /// act on the terminal.
 fn line(text: &str) {
-    print_stdout(&crate::term::escape_line(text));
+    print_stdout(&crate::escape::escape_line(text));
 }

@@ -36,7 +36,7 @@ pub(super) fn run(host: &Host, name: &str) -> ExitCode {
     // On a terminal, the characters JSON leaves raw that a terminal acts
     // on are written as \u escapes: the same JSON value, shown safely.
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        print_stdout(&crate::term::escape_json(&json));
+        print_stdout(&crate::escape::escape_json(&json));
     } else {
         print_stdout(&json);
     }

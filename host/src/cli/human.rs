@@ -5,14 +5,14 @@
 //! a file or `--json` gets the JSON exactly as before, so scripts never see
 //! this format. Colour only when [`crate::term::colour_stdout`] allows it.
 //! Everything a tool or a server wrote is escaped
-//! ([`crate::term::escape_text`], and [`crate::term::escape_line`] for what
+//! ([`crate::escape::escape_text`], and [`crate::escape::escape_line`] for what
 //! must stay on one line): it cannot set the terminal's title or colours,
 //! reorder the screen, or forge a line of the table.
 
 use serde_json::Value;
 use toolhost_core::ToolResult;
 
-use crate::term::{escape_line, escape_text};
+use crate::escape::{escape_line, escape_text};
 
 const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
@@ -38,7 +38,7 @@ pub(super) fn output_text(output: &Value) -> Option<String> {
         Value::String(s) => Some(escape_text(s.trim_end_matches('\n')).into_owned()),
         other => serde_json::to_string_pretty(other)
             .ok()
-            .map(|json| crate::term::escape_json(&json).into_owned()),
+            .map(|json| crate::escape::escape_json(&json).into_owned()),
     }
 }
 

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::{human, print_stdout};
+use crate::escape::escape_line;
 use crate::host::Host;
-use crate::term::escape_line;
 
 pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     let tools = host.tools();

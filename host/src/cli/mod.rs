@@ -162,7 +162,7 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(host) => Arc::new(host),
         Err(e) => {
             // A mount error may quote what a module or server said.
-            eprintln!("error: {}", crate::term::escape_text(&e.to_string()));
+            eprintln!("error: {}", crate::escape::escape_text(&e.to_string()));
             return ExitCode::from(EXIT_USAGE);
         }
     };

@@ -375,7 +375,7 @@ pub fn guard_logs(section: &RedactSection) {
 pub fn log_message(message: &str) -> String {
     let redactor = LOGS.get().and_then(|section| section.redactor().ok().flatten());
     let redacted = redactor.and_then(|r| r.redact_str(message, &mut BTreeMap::new()));
-    crate::term::escape_line(redacted.as_deref().unwrap_or(message)).into_owned()
+    crate::escape::escape_line(redacted.as_deref().unwrap_or(message)).into_owned()
 }
 
 #[cfg(test)]

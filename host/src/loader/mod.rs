@@ -230,7 +230,7 @@ pub(crate) fn public_spec(
         label: entry.label(),
         detail: format!(
             "tool name '{}' is not a valid MCP tool name: {why}",
-            crate::term::escape_line(&public.name)
+            crate::escape::escape_line(&public.name)
         ),
     })?;
     Ok((public, module_name))

@@ -191,7 +191,7 @@ impl Server {
             .filter(|tool| match bounds::check_name(&tool.name) {
                 Ok(()) => true,
                 Err(why) => {
-                    let name = crate::term::escape_line(&tool.name).into_owned();
+                    let name = crate::escape::escape_line(&tool.name).into_owned();
                     tracing::warn!(server = %self.label, tool = %name, "refused a tool: {why}");
                     refused.push(format!("'{name}' ({why})"));
                     false
