@@ -167,3 +167,21 @@ fn a_refresh_past_a_cap_keeps_the_old_list() {
         });
     }
 }
+
+/// A server writing to stderr in a loop fills the host's log only so fast:
+/// past 200 lines a second they are counted, and the count is logged.
+#[test]
+fn a_stderr_flood_is_logged_only_so_fast() {
+    let (stdout, stderr, code) = check(&["stderr_flood"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let logged = stderr.lines().filter(|l| l.contains("STDERR-FLOOD")).count();
+    assert!(
+        (1..=200).contains(&logged),
+        "{logged} lines of the flood were logged"
+    );
+    assert!(
+        stderr.contains("lines of the server's stderr past 200 a second"),
+        "the dropped lines are not counted: {}",
+        stderr.lines().last().unwrap_or_default()
+    );
+}

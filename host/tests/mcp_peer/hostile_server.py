@@ -10,6 +10,7 @@ Its first argument picks how it abuses the client's tools/list:
                   a space, a Cyrillic look-alike, 129 characters, beside
                   one good tool whose description and answer hold escape
                   sequences, a carriage return and a BIDI override
+  stderr_flood    one good tool, after 20,000 lines written to stderr
   changes_huge    two good tools; calling `grow` makes every later
                   tools/list the many_tools list (or, with a second
                   argument `pages`, endless pages), announced with
@@ -66,6 +67,8 @@ def tools_page(cursor):
         if page + 1 < 50:
             result["nextCursor"] = str(page + 1)
         return result
+    if mode == "stderr_flood":
+        return {"tools": [tool("quiet")]}
     if mode == "bad_names":
         return {
             "tools": [
@@ -83,6 +86,9 @@ def tools_page(cursor):
 
 
 sys.stderr.write("hostile server up\nFORGED-STDERR-RECORD \x1b[31mred\x1b[0m\n")
+if MODE == "stderr_flood":
+    for i in range(20_000):
+        sys.stderr.write(f"STDERR-FLOOD {i}\n")
 sys.stderr.flush()
 
 for line in sys.stdin:

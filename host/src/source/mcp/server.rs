@@ -98,6 +98,8 @@ pub(super) struct Conn {
     /// Calls waiting on it, and whether a liveness probe watches it (a
     /// server reached by URL; see [`super::probe`]).
     pub(super) watch: probe::Watch,
+    /// The thread logging a stdio server's stderr.
+    stderr: Mutex<Option<super::stderr::Forwarder>>,
 }
 
 /// One `[tools.mcp]` server.
@@ -313,6 +315,7 @@ impl Server {
                 closing: AtomicBool::new(false),
                 counted: AtomicBool::new(false),
                 watch: probe::Watch::default(),
+                stderr: Mutex::new(None),
             }));
         }
 
@@ -412,6 +415,7 @@ impl Server {
             closing: AtomicBool::new(false),
             counted: AtomicBool::new(false),
             watch: probe::Watch::default(),
+            stderr: Mutex::new(Some(forwarder)),
         });
         let (me, watched) = (self.clone(), conn.clone());
         std::thread::Builder::new()
@@ -622,6 +626,12 @@ impl Server {
             }
         }
         kill_group(conn.pgid);
+        // Its last lines (and the count of any dropped) reach the log
+        // before the host goes on, or exits.
+        let forwarder = conn.stderr.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(forwarder) = forwarder {
+            forwarder.drain(Duration::from_millis(500));
+        }
     }
 }
 
