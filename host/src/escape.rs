@@ -46,12 +46,19 @@ fn escape(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
 }
 
 /// The Unicode bidirectional formatting characters (marks, embeddings,
-/// overrides, isolates): not controls to Rust, but each changes the order
-/// in which a terminal shows what follows.
+/// overrides, isolates), which change the order in which a terminal shows
+/// what follows, and the line and paragraph separators, which some break
+/// lines at: not controls to Rust, but as unsafe to print raw.
 fn is_bidi_control(c: char) -> bool {
     matches!(
         c,
-        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
     )
 }
 
@@ -90,6 +97,7 @@ mod tests {
             escape_text("line 1\n\tline 2\x1b[31m"),
             "line 1\n\tline 2\\x1b[31m"
         );
+        assert_eq!(escape_line("a\u{2028}b"), "a\\u{2028}b");
     }
 
     #[test]

@@ -136,7 +136,11 @@ impl ToolWatch for Watch {
                     tracing::info!(server = %server.label(), tools = listed.len(), "the MCP server's tool list changed; refreshed");
                     callback(tools_of(&entry, &plan, &server, &info, &listed));
                 }
-                Err(e) => tracing::error!(server = %server.label(), "tool list changed, but re-reading it failed: {e}"),
+                Err(e) => tracing::error!(
+                    server = %server.label(),
+                    "tool list changed, but re-reading it failed: {}",
+                    crate::escape::escape_line(&e.to_string())
+                ),
             }
         }));
     }
