@@ -109,6 +109,7 @@ impl Host {
     /// Loads the plan's modules in order. With `keep_going`, a failed module
     /// is reported and the rest still load (for `check`).
     pub fn load(plan: Plan, keep_going: bool) -> (Host, Vec<ModuleReport>) {
+        crate::governance::redact::guard_logs(&plan.host.redact);
         let host = Host {
             events: EventBus::new(),
             registry: Arc::new(RwLock::new(Registry::default())),

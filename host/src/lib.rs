@@ -19,6 +19,7 @@ pub mod alias;
 pub mod cancel;
 pub mod cli;
 pub mod context;
+pub mod escape;
 pub mod events;
 pub mod governance;
 pub mod host;

@@ -17,9 +17,10 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
         .unwrap_or_default();
     let working_dir = plan.working_dir.display().to_string();
     let (host, reports) = Host::load(plan, true);
-    print_stdout(&format!(
-        "plan: {file}\nwhy: {why}\nworking_dir: {working_dir}\nmodule_path: {module_path}"
-    ));
+    line(&format!("plan: {file}"));
+    line(&format!("why: {why}"));
+    line(&format!("working_dir: {working_dir}"));
+    line(&format!("module_path: {module_path}"));
     let mut failed = 0;
     for report in &reports {
         match (&report.error, &report.loaded) {
@@ -29,7 +30,7 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
                     .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default();
-                print_stdout(&format!(
+                line(&format!(
                     "ok    {name} {version} ({path}): {} tool(s) [{}]; load {:.2} ms, mount {:.2} ms; source: {}",
                     report.tools.len(),
                     report.tools.join(", "),
@@ -40,7 +41,7 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
             }
             (Some(error), _) => {
                 failed += 1;
-                print_stdout(&format!("FAIL  {}: {error}", report.label));
+                line(&format!("FAIL  {}: {error}", report.label));
             }
             (None, None) => {}
         }
@@ -48,9 +49,9 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
     // What modules reported on themselves at mount (e.g. sandbox layers).
     for (module, report) in host.events.reports() {
         let title = report["title"].as_str().unwrap_or("report");
-        print_stdout(&format!("      {module}: {title}"));
+        line(&format!("      {module}: {title}"));
         for item in report["items"].as_array().into_iter().flatten() {
-            print_stdout(&format!(
+            line(&format!(
                 "        {:<12} {}: {}",
                 item["state"].as_str().unwrap_or("?"),
                 item["name"].as_str().unwrap_or("?"),
@@ -61,12 +62,12 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
     for tool in host.tools() {
         if let Err(e) = tool.validator() {
             failed += 1;
-            print_stdout(&format!("FAIL  {}: {e}", tool.name()));
+            line(&format!("FAIL  {}: {e}", tool.name()));
         }
     }
     for tool in host.tools() {
         if let Some(d) = &tool.spec.deprecated {
-            print_stdout(&format!(
+            line(&format!(
                 "warn  {}",
                 crate::governance::deprecation::warning(tool.name(), d)
             ));
@@ -75,24 +76,31 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
     let governance = &host.plan.governance;
     let (_, warnings) = crate::governance::principals::Directory::resolve(&governance.principals);
     for warning in warnings {
-        print_stdout(&format!("warn  {warning}"));
+        line(&format!("warn  {warning}"));
     }
     if !governance.grants.is_empty() {
-        print_stdout(&format!(
+        line(&format!(
             "grants: {} (calls need a grant; [host] principal is '{}')",
             governance.grants.len(),
             governance.host_principal
         ));
         for grant in &governance.grants {
-            print_stdout(&format!("      {}", crate::governance::grants::describe(grant)));
+            line(&format!("      {}", crate::governance::grants::describe(grant)));
         }
     }
     host.shutdown();
     if failed == 0 {
-        print_stdout(&format!("all {} module(s) mounted", reports.len()));
+        line(&format!("all {} module(s) mounted", reports.len()));
         ExitCode::SUCCESS
     } else {
-        print_stdout(&format!("{failed} problem(s)"));
+        line(&format!("{failed} problem(s)"));
         ExitCode::from(EXIT_FAILED)
     }
+}
+
+/// Prints one line of the report. What modules and servers said (names,
+/// errors, their own reports) is escaped, so none of it can span lines or
+/// act on the terminal.
+fn line(text: &str) {
+    print_stdout(&crate::escape::escape_line(text));
 }

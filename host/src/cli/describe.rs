@@ -32,6 +32,13 @@ pub(super) fn run(host: &Host, name: &str) -> ExitCode {
         "version": tool.module.version,
         "path": tool.module.path,
     });
-    print_stdout(&serde_json::to_string_pretty(&spec).unwrap_or_default());
+    let json = serde_json::to_string_pretty(&spec).unwrap_or_default();
+    // On a terminal, the characters JSON leaves raw that a terminal acts
+    // on are written as \u escapes: the same JSON value, shown safely.
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        print_stdout(&crate::escape::escape_json(&json));
+    } else {
+        print_stdout(&json);
+    }
     ExitCode::SUCCESS
 }

@@ -4,9 +4,15 @@
 //! Used only when stdout is a terminal and `--json` was not given; a pipe,
 //! a file or `--json` gets the JSON exactly as before, so scripts never see
 //! this format. Colour only when [`crate::term::colour_stdout`] allows it.
+//! Everything a tool or a server wrote is escaped
+//! ([`crate::escape::escape_text`], and [`crate::escape::escape_line`] for what
+//! must stay on one line): it cannot set the terminal's title or colours,
+//! reorder the screen, or forge a line of the table.
 
 use serde_json::Value;
 use toolhost_core::ToolResult;
+
+use crate::escape::{escape_line, escape_text};
 
 const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
@@ -29,13 +35,16 @@ pub(super) fn output_text(output: &Value) -> Option<String> {
     match output {
         Value::Null => None,
         Value::String(s) if s.is_empty() => None,
-        Value::String(s) => Some(s.trim_end_matches('\n').to_string()),
-        other => serde_json::to_string_pretty(other).ok(),
+        Value::String(s) => Some(escape_text(s.trim_end_matches('\n')).into_owned()),
+        other => serde_json::to_string_pretty(other)
+            .ok()
+            .map(|json| crate::escape::escape_json(&json).into_owned()),
     }
 }
 
 /// `✓ read_file: success (1.2 ms)` or `✗ bash: timeout [timeout]: message (…)`.
 pub(super) fn status_line(label: &str, result: &ToolResult, colour: bool) -> String {
+    let label = escape_line(label);
     let ms = format!("({:.1} ms)", result.metadata.duration_ms);
     let mut line = if result.success {
         format!(
@@ -50,10 +59,10 @@ pub(super) fn status_line(label: &str, result: &ToolResult, colour: bool) -> Str
             paint(result.status.as_str(), RED, colour)
         );
         if let Some(error) = &result.error {
-            s.push_str(&format!(" [{}]", error.code));
+            s.push_str(&format!(" [{}]", escape_line(&error.code)));
             if !error.message.is_empty() {
                 s.push_str(": ");
-                s.push_str(error.message.lines().next().unwrap_or_default());
+                s.push_str(&escape_line(error.message.lines().next().unwrap_or_default()));
             }
         }
         s
@@ -81,9 +90,9 @@ pub(super) fn result_block(label: &str, result: &ToolResult, colour: bool) -> St
 /// One content block as a person reads it.
 fn content_line(block: &toolhost_core::ContentBlock) -> String {
     match block {
-        toolhost_core::ContentBlock::Text { text } => text.trim_end_matches('\n').to_string(),
+        toolhost_core::ContentBlock::Text { text } => escape_text(text.trim_end_matches('\n')).into_owned(),
         toolhost_core::ContentBlock::Image { mime_type, data } => {
-            format!("[image: {mime_type}, {} bytes]", base64_len(data))
+            format!("[image: {}, {} bytes]", escape_line(mime_type), base64_len(data))
         }
         #[allow(unreachable_patterns)]
         _ => "[content block]".to_string(),
@@ -97,11 +106,15 @@ fn base64_len(data: &str) -> usize {
 }
 
 /// Rows under a header, each column padded to its widest cell; the last
-/// column is never padded.
+/// column is never padded. Cells are escaped to one line each.
 pub(super) fn table(header: &[&str], rows: &[Vec<String>], colour: bool) -> Vec<String> {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| escape_line(cell).into_owned()).collect())
+        .collect();
     let columns = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate().take(columns) {
             widths[i] = widths[i].max(cell.chars().count());
         }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::{human, print_stdout};
+use crate::escape::escape_line;
 use crate::host::Host;
 
 pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
@@ -16,7 +17,7 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
         if let Some(d) = &t.spec.deprecated {
             eprintln!(
                 "warning: {}",
-                crate::governance::deprecation::warning(t.name(), d)
+                escape_line(&crate::governance::deprecation::warning(t.name(), d))
             );
         }
     }
@@ -58,7 +59,13 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let width = tools.iter().map(|t| t.spec.name.len()).max().unwrap_or(4);
+    // Through a pipe too, each tool is one line: a name or summary cannot
+    // forge another.
+    let width = tools
+        .iter()
+        .map(|t| escape_line(&t.spec.name).len())
+        .max()
+        .unwrap_or(4);
     let effect_width = tools
         .iter()
         .map(|t| t.spec.effect.as_str().len())
@@ -72,10 +79,10 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     for t in &tools {
         print_stdout(&format!(
             "{:width$}  {:effect_width$}  {:source_width$}  {}",
-            t.spec.name,
+            escape_line(&t.spec.name),
             t.spec.effect.as_str(),
             t.module.source.as_str(),
-            summary(&t.spec.description)
+            escape_line(&summary(&t.spec.description))
         ));
     }
     ExitCode::SUCCESS

@@ -161,7 +161,8 @@ async fn run(cli: Cli) -> ExitCode {
     let host = match Host::open(plan) {
         Ok(host) => Arc::new(host),
         Err(e) => {
-            eprintln!("error: {e}");
+            // A mount error may quote what a module or server said.
+            eprintln!("error: {}", crate::escape::escape_text(&e.to_string()));
             return ExitCode::from(EXIT_USAGE);
         }
     };

@@ -12,6 +12,13 @@
 //! Everything is one regex (one alternation, one pass over the text): a
 //! text without a match costs one DFA scan.
 //!
+//! It covers every channel a tool's words reach a caller or the host's log
+//! by: the output (strings and object keys, so also MCP
+//! `structuredContent`), text content blocks, the error's message and
+//! `details`, the tool's own `metadata`, progress reports (their `message`,
+//! sent as MCP `notifications/progress`), and log lines of modules, workers
+//! and mounted servers (which are also escaped to stay one line each).
+//!
 //! What it does not do: find secrets in formats it does not know, encoded
 //! secrets (base64 of a token, a token split by the tool itself across
 //! lines), or values of variables whose names do not look secret. It runs
@@ -273,7 +280,7 @@ impl Redactor {
         Some(replaced.into_owned())
     }
 
-    /// Redacts every string in `value`, in place.
+    /// Redacts every string in `value`, object keys included, in place.
     pub fn redact_value(&self, value: &mut Value, counts: &mut BTreeMap<String, u64>) {
         match value {
             Value::String(s) => {
@@ -282,16 +289,54 @@ impl Redactor {
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.redact_value(v, counts)),
-            Value::Object(map) => map.values_mut().for_each(|v| self.redact_value(v, counts)),
+            Value::Object(map) => self.redact_map(map, counts),
             _ => {}
         }
     }
 
-    /// Redacts a result's output, error message and details, and text
-    /// content blocks; records the counts in `metadata.redactions`.
+    /// Redacts an object's keys and values. A map is rebuilt only when a
+    /// key holds a secret; two keys that redact alike keep both values (the
+    /// later one under `<key>#2`, …).
+    fn redact_map(&self, map: &mut serde_json::Map<String, Value>, counts: &mut BTreeMap<String, u64>) {
+        map.values_mut().for_each(|v| self.redact_value(v, counts));
+        if !map.keys().any(|k| self.inner.regex.is_match(k)) {
+            return;
+        }
+        let mut clean = serde_json::Map::with_capacity(map.len());
+        for (key, value) in std::mem::take(map) {
+            let base = self.redact_str(&key, counts).unwrap_or(key);
+            let mut key = base.clone();
+            let mut n = 1;
+            while clean.contains_key(&key) {
+                n += 1;
+                key = format!("{base}#{n}");
+            }
+            clean.insert(key, value);
+        }
+        *map = clean;
+    }
+
+    /// A progress sink that redacts each report (its `message`, and any
+    /// other string) before passing it on.
+    pub fn progress_sink(
+        &self,
+        sink: Option<crate::context::ProgressSink>,
+    ) -> Option<crate::context::ProgressSink> {
+        let sink = sink?;
+        let redactor = self.clone();
+        Some(std::sync::Arc::new(move |mut report: Value| {
+            redactor.redact_value(&mut report, &mut BTreeMap::new());
+            sink(report)
+        }))
+    }
+
+    /// Redacts a result's output, error message and details, text content
+    /// blocks and the tool's metadata; records the counts in
+    /// `metadata.redactions`.
     pub fn redact_result(&self, result: &mut ToolResult) {
         let mut counts = BTreeMap::new();
         self.redact_value(&mut result.output, &mut counts);
+        self.redact_map(&mut result.metadata.extra, &mut counts);
         if let Some(error) = result.error.as_mut() {
             if let Some(clean) = self.redact_str(&error.message, &mut counts) {
                 error.message = clean;
@@ -311,6 +356,26 @@ impl Redactor {
             result.metadata.extra.insert("redactions".into(), json!(counts));
         }
     }
+}
+
+/// The guardrail for log lines: the plan of the first host loaded in this
+/// process (log lines, like the `tracing` subscriber they go to, are the
+/// process's), compiled at the first line that needs it.
+static LOGS: OnceLock<RedactSection> = OnceLock::new();
+
+/// Makes `section` the guardrail of module and server log lines, unless a
+/// host loaded earlier in this process set one.
+pub fn guard_logs(section: &RedactSection) {
+    let _ = LOGS.set(section.clone());
+}
+
+/// A log message from a module, a worker or a mounted server, made safe
+/// for the host's log: secrets redacted, and control characters escaped so
+/// that one message stays one line (a newline in it cannot forge a record).
+pub fn log_message(message: &str) -> String {
+    let redactor = LOGS.get().and_then(|section| section.redactor().ok().flatten());
+    let redacted = redactor.and_then(|r| r.redact_str(message, &mut BTreeMap::new()));
+    crate::escape::escape_line(redacted.as_deref().unwrap_or(message)).into_owned()
 }
 
 #[cfg(test)]
@@ -377,6 +442,76 @@ mod tests {
         r.redact_result(&mut failed);
         assert_eq!(failed.message(), "bad [REDACTED:gitlab_token]");
         assert_eq!(failed.metadata.extra["redactions"], json!({"gitlab_token": 2}));
+    }
+
+    /// Each channel a secret can leave by, one assertion each: object keys
+    /// (in the output, which MCP also sends as `structuredContent`), the
+    /// tool's metadata, error details and progress reports.
+    #[test]
+    fn keys_metadata_details_and_progress_are_redacted() {
+        let token = format!("glpat-{}", "abcdefghij0123456789");
+        let r = Redactor::new(&RedactSection::default(), Vec::new())
+            .expect("builds")
+            .expect("on");
+        let mut keyed = ToolResult::success("c", json!({ token.clone(): {"inner": 1}, "plain": 2 }));
+        r.redact_result(&mut keyed);
+        assert_eq!(
+            keyed.output,
+            json!({"[REDACTED:gitlab_token]": {"inner": 1}, "plain": 2})
+        );
+
+        let mut with_meta = ToolResult::success("c", json!("ok"));
+        with_meta
+            .metadata
+            .extra
+            .insert("note".into(), json!(format!("used {token}")));
+        with_meta.metadata.extra.insert(token.clone(), json!(true));
+        r.redact_result(&mut with_meta);
+        let meta = serde_json::to_string(&with_meta.metadata).unwrap();
+        assert!(!meta.contains(&token), "{meta}");
+        assert_eq!(
+            with_meta.metadata.extra["note"],
+            json!("used [REDACTED:gitlab_token]")
+        );
+        assert_eq!(with_meta.metadata.extra["redactions"], json!({"gitlab_token": 2}));
+
+        let mut failed = ToolResult::failure("c", toolhost_core::Status::Error, "x", "failed")
+            .with_details(json!({ token.clone(): [format!("again {token}")] }));
+        r.redact_result(&mut failed);
+        let details = failed.error.as_ref().and_then(|e| e.details.clone()).unwrap();
+        assert_eq!(
+            details,
+            json!({"[REDACTED:gitlab_token]": ["again [REDACTED:gitlab_token]"]})
+        );
+
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink: crate::context::ProgressSink = {
+            let seen = seen.clone();
+            Arc::new(move |v| seen.lock().unwrap().push(v))
+        };
+        let sink = r.progress_sink(Some(sink)).expect("a sink");
+        sink(json!({"progress": 1, "message": format!("cloning with {token}")}));
+        assert_eq!(
+            seen.lock().unwrap()[0],
+            json!({"progress": 1, "message": "cloning with [REDACTED:gitlab_token]"})
+        );
+    }
+
+    #[test]
+    fn two_keys_that_redact_alike_keep_both_values() {
+        let r = Redactor::new(&RedactSection::default(), Vec::new())
+            .unwrap()
+            .unwrap();
+        let (a, b) = (
+            format!("glpat-{}", "a".repeat(20)),
+            format!("glpat-{}", "b".repeat(20)),
+        );
+        let mut value = json!({ a: 1, b: 2 });
+        r.redact_value(&mut value, &mut BTreeMap::new());
+        assert_eq!(
+            value,
+            json!({"[REDACTED:gitlab_token]": 1, "[REDACTED:gitlab_token]#2": 2})
+        );
     }
 
     /// The plan check compiles the guardrail once and every pipeline of

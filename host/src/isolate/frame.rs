@@ -123,11 +123,6 @@ impl Frame {
     }
 }
 
-/// The longest frame the host reads from a worker: a line that grows past
-/// it (a module writing to the protocol descriptor without a newline)
-/// would otherwise grow the host's memory without bound.
-pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
-
 /// Why no frame could be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -135,7 +130,10 @@ pub enum ReadError {
     #[error("the stream ended")]
     Eof,
     /// A line longer than the limit.
-    #[error("sent a protocol frame longer than the {} MiB limit", limit / (1024 * 1024))]
+    #[error(
+        "sent a protocol frame longer than the limit of {limit} bytes ([host.worker_limits] \
+         max_frame_bytes)"
+    )]
     TooLong {
         /// The limit, in bytes.
         limit: usize,
@@ -143,9 +141,14 @@ pub enum ReadError {
     /// A line that is not a frame (bad JSON, invalid UTF-8).
     #[error("broke the protocol ({0})")]
     Malformed(#[from] serde_json::Error),
+    /// A frame past one of the caps on what a worker may send.
+    #[error("{0}")]
+    Exceeded(#[from] super::bounds::Exceeded),
 }
 
-/// Reads one frame of at most `limit` bytes, newline included, from
+/// Reads one frame of at most `limit` bytes (a line that grows past it, a
+/// module writing to the protocol descriptor without a newline, would
+/// otherwise grow the host's memory without bound), newline included, from
 /// `reader`; `buf` is scratch space kept between calls.
 pub fn read_frame(
     reader: &mut impl std::io::BufRead,
@@ -154,6 +157,10 @@ pub fn read_frame(
 ) -> Result<Frame, ReadError> {
     use std::io::{BufRead, Read};
     buf.clear();
+    // One large frame must not keep its buffer for the worker's life.
+    if buf.capacity() > 1024 * 1024 {
+        buf.shrink_to(64 * 1024);
+    }
     let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
     match reader.by_ref().take(cap).read_until(b'\n', buf) {
         Ok(0) | Err(_) => return Err(ReadError::Eof),

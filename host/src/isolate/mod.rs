@@ -7,6 +7,7 @@
 //! forwards to the worker, so every stage of the pipeline above execute is
 //! the same for isolated and in-process modules.
 
+pub mod bounds;
 mod error;
 pub(crate) mod exit;
 mod frame;
@@ -46,6 +47,7 @@ pub fn mount(
         path.to_path_buf(),
         entry.label(),
         entry.memory_limit_mb,
+        plan.host.worker_limits.clone(),
         events.clone(),
     );
     let started = Instant::now();

@@ -18,6 +18,7 @@ use toolhost_core::abi::{level, FfiContextRef, NO_DEADLINE};
 use toolhost_core::wire::codes;
 use toolhost_core::{Manifest, Status, ToolResult};
 
+use super::bounds::{CallCount, EventNames, Meter, WorkerLimits};
 use super::error::{Step, SupervisorError};
 use super::exit::{self, Ended};
 use super::frame::{self, Frame, Kind, ReadError};
@@ -66,11 +67,17 @@ struct Live {
     /// Its stdin; `None` once closed (shutdown).
     input: Mutex<Option<ChildStdin>>,
     /// Calls waiting for an answer; `None` once the worker is dead.
-    pending: Mutex<Option<HashMap<u64, mpsc::Sender<Reply>>>>,
+    pending: Mutex<Option<HashMap<u64, Waiter>>>,
     /// Killed by the host because a call ignored cancellation.
     killed: AtomicBool,
     /// Being shut down by the host (not a crash).
     closing: AtomicBool,
+}
+
+/// A call in flight: where its replies go, and what the worker sent for it.
+struct Waiter {
+    reply: mpsc::SyncSender<Reply>,
+    count: CallCount,
 }
 
 impl Live {
@@ -93,6 +100,12 @@ pub struct Supervisor {
     events: Arc<EventBus>,
     state: Restarts<Live>,
     next_id: AtomicU64,
+    /// What a worker may send.
+    limits: WorkerLimits,
+    /// Event names its workers contributed.
+    names: EventNames,
+    /// `module:report` events kept at the first mount.
+    reports: std::sync::atomic::AtomicUsize,
 }
 
 /// A started worker and what it said at mount.
@@ -111,6 +124,7 @@ impl Supervisor {
         library: PathBuf,
         label: String,
         memory_limit_mb: Option<u64>,
+        limits: WorkerLimits,
         events: Arc<EventBus>,
     ) -> Arc<Self> {
         Arc::new(Supervisor {
@@ -124,6 +138,9 @@ impl Supervisor {
             events,
             state: Restarts::default(),
             next_id: AtomicU64::new(1),
+            limits,
+            names: EventNames::default(),
+            reports: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -181,6 +198,7 @@ impl Supervisor {
             closing: AtomicBool::new(false),
         });
         let mut reader = BufReader::new(output);
+        let mut meter = Meter::new(self.limits.clone(), self.names.clone());
         // A worker that hangs in open or mount is killed at the deadline:
         // its reads then end, and the start fails instead of blocking every
         // call (other callers wait for it).
@@ -211,7 +229,7 @@ impl Supervisor {
         let handshake = (|| -> Result<Started, Step> {
             live.send(&Frame::new(Kind::Open).text(self.launch.library.to_string_lossy()))
                 .map_err(Step::Talk)?;
-            let manifest_frame = self.expect(&mut reader, Kind::Manifest, first)?;
+            let manifest_frame = self.expect(&mut reader, &mut meter, Kind::Manifest, first)?;
             let manifest: Manifest =
                 serde_json::from_str(manifest_frame.body_text()).map_err(Step::Manifest)?;
             // The name is the one checked against the plan at mount: a
@@ -246,7 +264,7 @@ impl Supervisor {
             };
             live.send(&Frame::new(Kind::Mount).body(&text))
                 .map_err(Step::Talk)?;
-            let mounted = self.expect(&mut reader, Kind::Mounted, first)?;
+            let mounted = self.expect(&mut reader, &mut meter, Kind::Mounted, first)?;
             Ok(Started {
                 manifest,
                 specs: mounted.list.unwrap_or_default(),
@@ -261,7 +279,7 @@ impl Supervisor {
                 let watched = live.clone();
                 std::thread::Builder::new()
                     .name(format!("toolhost-worker-{}", live.pid))
-                    .spawn(move || me.read(watched, reader, child))
+                    .spawn(move || me.read(watched, reader, meter, child))
                     .map_err(|error| SupervisorError::Thread {
                         label: label.clone(),
                         what: "start its reader thread",
@@ -291,14 +309,21 @@ impl Supervisor {
     /// the way. [`Step::Eof`] when the worker ends first; the worker's own
     /// message when it reports an error.
     /// `first` at the first start, whose reports `toolhost check` keeps.
-    fn expect(&self, reader: &mut BufReader<ChildStdout>, want: Kind, first: bool) -> Result<Frame, Step> {
+    fn expect(
+        &self,
+        reader: &mut BufReader<ChildStdout>,
+        meter: &mut Meter,
+        want: Kind,
+        first: bool,
+    ) -> Result<Frame, Step> {
         let mut buf = Vec::new();
         loop {
-            let frame = match frame::read_frame(reader, &mut buf, frame::MAX_FRAME_BYTES) {
+            let frame = match frame::read_frame(reader, &mut buf, self.limits.max_frame_bytes) {
                 Ok(frame) => frame,
                 Err(ReadError::Eof) => return Err(Step::Eof),
                 Err(e) => return Err(Step::Protocol(e)),
             };
+            meter.admit(&frame).map_err(|e| Step::Protocol(e.into()))?;
             match frame.t {
                 t if t == want => return Ok(frame),
                 Kind::Error => return Err(Step::Worker(frame.text.unwrap_or_default())),
@@ -332,7 +357,13 @@ impl Supervisor {
                 }
                 let payload: Value = serde_json::from_str(frame.body_text()).unwrap_or(Value::Null);
                 if mounting && event == crate::events::MODULE_REPORT {
-                    self.events.record_report(&self.name(), &payload);
+                    // Kept for the host's life: a few, of a few KiB each.
+                    let small = frame.body_text().len() <= MAX_REPORT_BYTES;
+                    if small && self.reports.fetch_add(1, Ordering::SeqCst) < MAX_REPORTS {
+                        self.events.record_report(&self.name(), &payload);
+                    } else {
+                        tracing::warn!(module = %self.name(), "ignored a module report past the {MAX_REPORTS} kept, or longer than {MAX_REPORT_BYTES} bytes");
+                    }
                 }
                 self.events.emit(event, &payload);
             }
@@ -343,13 +374,23 @@ impl Supervisor {
 
     /// The reader thread: routes the worker's frames to their calls, and
     /// answers every call in flight when the worker ends.
-    fn read(self: Arc<Self>, live: Arc<Live>, mut reader: BufReader<ChildStdout>, mut child: Child) {
+    fn read(
+        self: Arc<Self>,
+        live: Arc<Live>,
+        mut reader: BufReader<ChildStdout>,
+        mut meter: Meter,
+        mut child: Child,
+    ) {
         let mut buf = Vec::new();
-        // Set when the worker broke the protocol and the host killed it.
-        let mut broke: Option<String> = None;
+        // Set when the worker broke the protocol (or went past a cap) and
+        // the host killed it.
+        let mut broke: Option<ReadError> = None;
         loop {
-            let frame = match frame::read_frame(&mut reader, &mut buf, frame::MAX_FRAME_BYTES) {
-                Ok(frame) => frame,
+            let read = frame::read_frame(&mut reader, &mut buf, self.limits.max_frame_bytes)
+                .and_then(|frame| meter.admit(&frame).map(|()| frame).map_err(ReadError::from))
+                .and_then(|frame| self.route(&live, &meter, frame).map_err(ReadError::from));
+            match read {
+                Ok(()) => {}
                 Err(ReadError::Eof) => break,
                 Err(e) => {
                     // Killed, not waited on: a worker that broke the
@@ -357,34 +398,9 @@ impl Supervisor {
                     // never be answered.
                     tracing::error!(module = %self.name(), "worker {e}; ending it");
                     let _ = child.kill();
-                    broke = Some(e.to_string());
+                    broke = Some(e);
                     break;
                 }
-            };
-            let route = |reply: Reply, done: bool| {
-                let mut pending = live.pending.lock().unwrap_or_else(PoisonError::into_inner);
-                let Some(map) = pending.as_mut() else { return };
-                let Some(id) = frame.id else { return };
-                let sender = if done {
-                    map.remove(&id)
-                } else {
-                    map.get(&id).cloned()
-                };
-                if let Some(sender) = sender {
-                    let _ = sender.send(reply);
-                }
-            };
-            match frame.t {
-                Kind::Result => route(Reply::Done(frame.body_text().to_string()), true),
-                Kind::Progress => route(Reply::Progress(frame.body_text().to_string()), false),
-                Kind::Log if frame.id.is_some() => route(
-                    Reply::Log(
-                        frame.level.unwrap_or(level::INFO),
-                        frame.text.clone().unwrap_or_default(),
-                    ),
-                    false,
-                ),
-                _ => self.side_effect(frame, false),
             }
         }
         drop(reader);
@@ -398,6 +414,9 @@ impl Supervisor {
         }
         if let Some(broke) = broke {
             ended.why = format!("{broke}, so the host killed it");
+            if let (ReadError::Exceeded(cap), Value::Object(details)) = (&broke, &mut ended.details) {
+                details.insert("limit".into(), cap.details());
+            }
         }
         let orphans = live
             .pending
@@ -417,9 +436,51 @@ impl Supervisor {
                 ended.why
             );
         }
-        for (_, sender) in orphans {
-            let _ = sender.send(Reply::Crashed(ended.clone()));
+        for (_, waiter) in orphans {
+            let _ = waiter.reply.send(Reply::Crashed(ended.clone()));
         }
+    }
+
+    /// Hands a frame to the call it belongs to (counted against that
+    /// call's caps), or to [`Self::side_effect`].
+    fn route(&self, live: &Live, meter: &Meter, frame: Frame) -> Result<(), super::bounds::Exceeded> {
+        let reply = match frame.t {
+            Kind::Result => Reply::Done(frame.body_text().to_string()),
+            Kind::Progress => Reply::Progress(frame.body_text().to_string()),
+            Kind::Log if frame.id.is_some() => Reply::Log(
+                frame.level.unwrap_or(level::INFO),
+                frame.text.clone().unwrap_or_default(),
+            ),
+            _ => {
+                self.side_effect(frame, false);
+                return Ok(());
+            }
+        };
+        let mut pending = live.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let (Some(map), Some(id)) = (pending.as_mut(), frame.id) else {
+            return Ok(());
+        };
+        if frame.t == Kind::Result {
+            if let Some(waiter) = map.remove(&id) {
+                let _ = waiter.reply.send(reply);
+            }
+            return Ok(());
+        }
+        if let Some(waiter) = map.get_mut(&id) {
+            meter.admit_for_call(&mut waiter.count, frame.t)?;
+            // Progress and log lines queue up only so far behind the call
+            // that forwards them; past that (or past their size) they are
+            // dropped, never buffered without bound.
+            let fits = match &reply {
+                Reply::Progress(json) => json.len() <= MAX_REPLY_BYTES,
+                Reply::Log(_, text) => text.len() <= MAX_REPLY_BYTES,
+                _ => true,
+            };
+            if !fits || waiter.reply.try_send(reply).is_err() {
+                tracing::debug!(module = %self.name(), call = id, "dropped a progress report or log line of a call");
+            }
+        }
+        Ok(())
     }
 
     /// The live worker, started (after the backoff) if there is none.
@@ -445,12 +506,18 @@ impl Supervisor {
             Err(result) => return encode(&result),
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(REPLY_QUEUE);
         {
             let mut pending = live.pending.lock().unwrap_or_else(PoisonError::into_inner);
             match pending.as_mut() {
                 Some(map) => {
-                    map.insert(id, tx);
+                    map.insert(
+                        id,
+                        Waiter {
+                            reply: tx,
+                            count: CallCount::default(),
+                        },
+                    );
                 }
                 None => {
                     return encode(&crashed_result(&self.name(), "had just ended", json!({})));
@@ -526,6 +593,17 @@ impl Supervisor {
         kill(live.pid);
     }
 }
+
+/// Progress reports and log lines waiting for their call's thread, at most;
+/// and the longest one passed on.
+const REPLY_QUEUE: usize = 64;
+const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+/// The `module:report` events kept of one isolated module's first mount,
+/// and the longest one kept: what a worker sends is bounded, and these
+/// stay for the host's life.
+const MAX_REPORTS: usize = 16;
+const MAX_REPORT_BYTES: usize = 64 * 1024;
 
 /// How long a worker may take to open and mount its library: 30 s, or
 /// `TOOLHOST_WORKER_START_TIMEOUT_MS`.

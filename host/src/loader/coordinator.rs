@@ -74,9 +74,10 @@ impl FfiCoordinator for HostCoordinator {
 }
 
 /// Writes one module log line into `tracing`, attributed to the module (and
-/// the call, when there is one).
+/// the call, when there is one), redacted and escaped to one line.
 pub fn log_line(module: &str, call: Option<&str>, lvl: u8, message: &str) {
     let call = call.unwrap_or("");
+    let message = crate::governance::redact::log_message(message);
     match lvl {
         level::ERROR => tracing::error!(target: "toolhost::module", module, call, "{message}"),
         level::WARN => tracing::warn!(target: "toolhost::module", module, call, "{message}"),

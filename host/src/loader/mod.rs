@@ -223,7 +223,17 @@ pub(crate) fn public_spec(
         label: entry.label(),
         detail: format!("a tool's spec is not a valid ToolSpec: {e}"),
     })?;
-    Ok(prefixed(entry, plan, spec))
+    // The rule a mounted MCP server's tools are held to, for the same
+    // reasons (names are shown to people and told apart by clients).
+    let (public, module_name) = prefixed(entry, plan, spec);
+    crate::source::mcp::bounds::check_name(&public.name).map_err(|why| ModuleError::Mount {
+        label: entry.label(),
+        detail: format!(
+            "tool name '{}' is not a valid MCP tool name: {why}",
+            crate::escape::escape_line(&public.name)
+        ),
+    })?;
+    Ok((public, module_name))
 }
 
 /// `spec` under its public names, with the plan's effect override applied.

@@ -3,7 +3,11 @@
 //!
 //! A tool reports progress from its blocking thread; the reports go through
 //! a channel to one task per call that sends them in order, so a slow
-//! client never blocks the tool.
+//! client never blocks the tool. The channel holds at most [`QUEUE`]
+//! reports and a report's message at most [`MAX_MESSAGE_BYTES`]: past
+//! either, reports are dropped (progress is advisory), so a tool, a worker
+//! or a mounted server reporting faster than the client reads cannot grow
+//! the host's memory.
 //!
 //! The spec says a progress value must increase with every notification;
 //! a report whose value does not (a module's bug, or a number that went
@@ -23,9 +27,15 @@ use crate::context::ProgressSink;
 /// How long a finished call waits for its queued reports to go out.
 const DRAIN: Duration = Duration::from_millis(200);
 
+/// Reports waiting for a slow client, at most.
+const QUEUE: usize = 256;
+
+/// The longest progress message passed on, in bytes.
+const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
 /// Forwards one call's progress reports to the client.
 pub struct Reporter {
-    tx: mpsc::UnboundedSender<Value>,
+    tx: mpsc::Sender<Value>,
     done: Arc<Notify>,
     task: JoinHandle<()>,
 }
@@ -33,7 +43,7 @@ pub struct Reporter {
 impl Reporter {
     /// Starts forwarding reports for `token` to `peer`.
     pub fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Reporter {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+        let (tx, mut rx) = mpsc::channel::<Value>(QUEUE);
         let done = Arc::new(Notify::new());
         let finished = done.clone();
         let task = tokio::spawn(async move {
@@ -61,8 +71,14 @@ impl Reporter {
     pub fn sink(&self) -> ProgressSink {
         let tx = self.tx.clone();
         Arc::new(move |report: Value| {
-            // The receiver is gone only once the call has finished.
-            let _ = tx.send(report);
+            let long = report
+                .get("message")
+                .and_then(Value::as_str)
+                .is_some_and(|m| m.len() > MAX_MESSAGE_BYTES);
+            // Full (a slow client) or closed (the call has finished).
+            if long || tx.try_send(report).is_err() {
+                tracing::debug!("dropped a progress report");
+            }
         })
     }
 

@@ -371,7 +371,10 @@ impl Pipeline {
             tool,
             input,
             cancel: call.cancel.unwrap_or_default(),
-            progress: call.progress,
+            progress: match &self.redactor {
+                Some(redactor) => redactor.progress_sink(call.progress),
+                None => call.progress,
+            },
             session_id: call.session_id,
             principal: trace.principal.clone(),
             context: call.context,

@@ -90,6 +90,14 @@ pub struct HostSection {
     /// itself out with a flood of `initialize`.
     #[serde(default = "default_sessions_per_principal")]
     pub sessions_per_principal: usize,
+    /// `[host.worker_limits]`: caps on what an isolated module's worker may
+    /// send (frames, log lines, events); past one the worker is killed.
+    #[serde(default)]
+    pub worker_limits: crate::isolate::bounds::WorkerLimits,
+    /// `[host.mcp_limits]`: caps on a mounted MCP server's tool list (tools,
+    /// and the pages and bytes of one `tools/list` walk).
+    #[serde(default)]
+    pub mcp_limits: crate::source::mcp::bounds::McpLimits,
 }
 
 /// `[host] idempotency_ttl`: seconds, or a duration string.
@@ -123,6 +131,8 @@ impl Default for HostSection {
             principal: None,
             redact: Default::default(),
             sessions_per_principal: default_sessions_per_principal(),
+            worker_limits: Default::default(),
+            mcp_limits: Default::default(),
         }
     }
 }

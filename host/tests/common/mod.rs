@@ -13,6 +13,7 @@ use serde_json::Value;
 pub mod fs_lab;
 pub mod pdf;
 pub mod procs;
+pub mod rss;
 pub mod serve;
 
 /// The folder holding the `toolhost` binary and the module libraries.

@@ -131,6 +131,17 @@ pub enum SourceError {
         /// The limit, in seconds.
         secs: u64,
     },
+    /// The tool list went past one of `[host.mcp_limits]`; nothing of it
+    /// was kept.
+    #[error("{label}: the tool list was refused: {bound} (after {walked} when it was stopped)")]
+    Bounded {
+        /// The plan entry's label.
+        label: String,
+        /// The cap.
+        bound: super::bounds::ListBound,
+        /// What the walk had taken, in words.
+        walked: String,
+    },
     /// No live connection could be had for a re-read (the restart
     /// discipline's answer, which names the server).
     #[error("{0}")]

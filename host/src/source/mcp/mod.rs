@@ -5,11 +5,14 @@
 //! (validation, policy, approval, hooks, timeouts, bounding, audit,
 //! idempotency) applies to it exactly as to a native tool.
 
+pub mod bounds;
 mod convert;
 mod error;
+mod list_filter;
 mod probe;
 mod runtime;
 mod server;
+mod stderr;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,13 +35,14 @@ pub fn mount(
     entry: &ModuleEntry,
     mcp: &McpSource,
     plan: &Plan,
-    _events: &Arc<EventBus>,
+    events: &Arc<EventBus>,
 ) -> Result<MountedModule, SourceError> {
     let started = Instant::now();
     let label = entry.label();
-    let server = Server::new(label.clone(), mcp.clone());
+    let server = Server::new(label.clone(), mcp.clone(), plan.host.mcp_limits.clone());
     let listed = server.connect()?;
     let load_time = started.elapsed();
+    report_list(events, &label, &server);
     let watch = Arc::new(Watch {
         server: server.clone(),
         entry: entry.clone(),
@@ -65,6 +69,19 @@ pub fn mount(
         started.elapsed() - load_time,
         Some(cleanup),
     ))
+}
+
+/// Keeps the tool list's counts against its caps, and the tools refused
+/// for their names, for `toolhost check` (as a module's own report).
+fn report_list(events: &EventBus, label: &str, server: &Server) {
+    let (walked, refused) = server.walked();
+    let mut items = vec![serde_json::json!({"name": "tools/list", "state": "bounded", "detail": walked})];
+    items.extend(
+        refused
+            .into_iter()
+            .map(|why| serde_json::json!({"name": "tool", "state": "refused", "detail": why})),
+    );
+    events.record_report(label, &serde_json::json!({"title": "tool list", "items": items}));
 }
 
 /// The server's tools as mounted tools (public names, plan effects).
@@ -119,7 +136,11 @@ impl ToolWatch for Watch {
                     tracing::info!(server = %server.label(), tools = listed.len(), "the MCP server's tool list changed; refreshed");
                     callback(tools_of(&entry, &plan, &server, &info, &listed));
                 }
-                Err(e) => tracing::error!(server = %server.label(), "tool list changed, but re-reading it failed: {e}"),
+                Err(e) => tracing::error!(
+                    server = %server.label(),
+                    "tool list changed, but re-reading it failed: {}",
+                    crate::escape::escape_line(&e.to_string())
+                ),
             }
         }));
     }

@@ -23,8 +23,10 @@ use toolhost_core::abi::FfiContextRef;
 use toolhost_core::wire::codes;
 use toolhost_core::{CallRequest, Status, ToolResult};
 
+use super::bounds::{self, McpLimits, WalkError, Walked};
 use super::error::{HandshakeError, SourceError};
 use super::{convert, probe, runtime};
+
 use crate::isolate::crashed_result;
 use crate::isolate::exit::{self, Ended};
 use crate::isolate::restart::Restarts;
@@ -96,6 +98,8 @@ pub(super) struct Conn {
     /// Calls waiting on it, and whether a liveness probe watches it (a
     /// server reached by URL; see [`super::probe`]).
     pub(super) watch: probe::Watch,
+    /// The thread logging a stdio server's stderr.
+    stderr: Mutex<Option<super::stderr::Forwarder>>,
 }
 
 /// One `[tools.mcp]` server.
@@ -110,11 +114,16 @@ pub struct Server {
     refresh_pending: AtomicBool,
     /// A refresher thread is running.
     refresher: AtomicBool,
+    /// Caps on its tool list.
+    limits: McpLimits,
+    /// The last whole `tools/list` walk's counts, and the tools it refused
+    /// for their names (`name (reason)`, escaped).
+    walked: Mutex<(Walked, Vec<String>)>,
 }
 
 impl Server {
     /// A server not connected yet.
-    pub fn new(label: String, source: McpSource) -> Arc<Self> {
+    pub fn new(label: String, source: McpSource, limits: McpLimits) -> Arc<Self> {
         Arc::new(Server {
             label,
             source,
@@ -123,6 +132,8 @@ impl Server {
             on_change: Mutex::new(None),
             refresh_pending: AtomicBool::new(false),
             refresher: AtomicBool::new(false),
+            limits,
+            walked: Mutex::default(),
         })
     }
 
@@ -151,22 +162,52 @@ impl Server {
         self.list_tools(&conn)
     }
 
+    /// Walks `tools/list` under the plan's caps and drops the tools whose
+    /// names break MCP's rule (each logged); a list past a cap is an error
+    /// and nothing of it is kept.
     fn list_tools(&self, conn: &Arc<Conn>) -> Result<Vec<Tool>, SourceError> {
         let peer = conn.peer.clone();
         let label = self.label.clone();
-        runtime::wait(async move {
-            match tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools()).await {
-                Ok(Ok(tools)) => Ok(tools),
-                Ok(Err(error)) => Err(SourceError::List {
+        let limits = self.limits.clone();
+        let (listed, walked) = runtime::wait(async move {
+            match tokio::time::timeout(CONNECT_TIMEOUT, bounds::walk(&peer, &limits)).await {
+                Ok(Ok(done)) => Ok(done),
+                Ok(Err(WalkError::Service(error))) => Err(SourceError::List {
                     label,
                     error: Box::new(error),
+                }),
+                Ok(Err(WalkError::Bound(bound, walked))) => Err(SourceError::Bounded {
+                    label,
+                    bound,
+                    walked: walked.describe(&limits),
                 }),
                 Err(_) => Err(SourceError::ListTimeout {
                     label,
                     secs: CONNECT_TIMEOUT.as_secs(),
                 }),
             }
-        })?
+        })??;
+        let mut refused = Vec::new();
+        let tools = listed
+            .into_iter()
+            .filter(|tool| match bounds::check_name(&tool.name) {
+                Ok(()) => true,
+                Err(why) => {
+                    let name = crate::escape::escape_line(&tool.name).into_owned();
+                    tracing::warn!(server = %self.label, tool = %name, "refused a tool: {why}");
+                    refused.push(format!("'{name}' ({why})"));
+                    false
+                }
+            })
+            .collect();
+        *self.walked.lock().unwrap_or_else(PoisonError::into_inner) = (walked, refused);
+        Ok(tools)
+    }
+
+    /// The last whole walk's counts, in words, and the tools it refused.
+    pub fn walked(&self) -> (String, Vec<String>) {
+        let (walked, refused) = self.walked.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        (walked.describe(&self.limits), refused)
     }
 
     /// Notes that the tool list changed and makes sure one refresher runs
@@ -274,6 +315,7 @@ impl Server {
                 closing: AtomicBool::new(false),
                 counted: AtomicBool::new(false),
                 watch: probe::Watch::default(),
+                stderr: Mutex::new(None),
             }));
         }
 
@@ -302,7 +344,7 @@ impl Server {
             .envs(&self.source.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
@@ -322,13 +364,25 @@ impl Server {
             error,
         })?;
         let pgid = i32::try_from(child.id()).ok();
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             let _ = child.kill();
             return Err(SourceError::Pipes { label });
         };
+        let forwarder = match super::stderr::forward(label.clone(), stderr) {
+            Ok(forwarder) => forwarder,
+            Err(error) => {
+                kill_group(pgid);
+                let _ = child.wait();
+                return Err(SourceError::Watch { label, error });
+            }
+        };
+        let limits = self.limits.clone();
         let handshake = runtime::wait(async move {
             let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(HandshakeError::Pipe)?;
             let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(HandshakeError::Pipe)?;
+            let stdout = super::list_filter::filtered(stdout, limits);
             match tokio::time::timeout(CONNECT_TIMEOUT, handler.serve((stdout, stdin))).await {
                 Ok(Ok(service)) => Ok(service),
                 Ok(Err(e)) => Err(HandshakeError::Failed(Box::new(e))),
@@ -344,6 +398,7 @@ impl Server {
             Err(error) => {
                 kill_group(pgid);
                 let status = child.wait().ok();
+                forwarder.drain(Duration::from_secs(1));
                 return Err(SourceError::Handshake {
                     label,
                     program: program.clone(),
@@ -360,6 +415,7 @@ impl Server {
             closing: AtomicBool::new(false),
             counted: AtomicBool::new(false),
             watch: probe::Watch::default(),
+            stderr: Mutex::new(Some(forwarder)),
         });
         let (me, watched) = (self.clone(), conn.clone());
         std::thread::Builder::new()
@@ -570,6 +626,12 @@ impl Server {
             }
         }
         kill_group(conn.pgid);
+        // Its last lines (and the count of any dropped) reach the log
+        // before the host goes on, or exits.
+        let forwarder = conn.stderr.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(forwarder) = forwarder {
+            forwarder.drain(Duration::from_millis(500));
+        }
     }
 }
 
