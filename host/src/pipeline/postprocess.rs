@@ -44,6 +44,24 @@ pub fn check_output(tool: &MountedTool, mut result: ToolResult) -> ToolResult {
     result
 }
 
+/// [`bound`], after keeping the whole output for `principal` in `store`
+/// when it is over `max`, with a link to it in the result (see
+/// [`crate::surface::outputs`]): nothing is cut without a way to read it.
+pub fn bound_keeping(
+    result: ToolResult,
+    max: usize,
+    store: &crate::surface::outputs::OutputStore,
+    principal: &str,
+) -> ToolResult {
+    if json_len(&result.output) <= max {
+        return result;
+    }
+    let link = store.keep(principal, &result);
+    let mut result = bound(result, max);
+    crate::surface::outputs::attach(&mut result, link);
+    result
+}
+
 /// Cuts `result.output` to at most about `max` serialized bytes.
 pub fn bound(mut result: ToolResult, max: usize) -> ToolResult {
     let original = json_len(&result.output);
