@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod catalog;
 pub mod fs_lab;
 pub mod pdf;
 pub mod procs;
