@@ -100,7 +100,9 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
             blocks(&result.content)
         };
         let mut r = CallToolResult::success(content);
-        if result.output.is_object() {
+        if result.structured.is_some() {
+            r.structured_content = result.structured;
+        } else if result.output.is_object() {
             r.structured_content = Some(result.output);
         }
         r

@@ -25,10 +25,12 @@ pub fn check_output(tool: &MountedTool, mut result: ToolResult) -> ToolResult {
             return result;
         }
     };
-    if validator.is_valid(&result.output) {
+    // A tool with text and data answers its schema with the data.
+    let checked = result.structured.as_ref().unwrap_or(&result.output);
+    if validator.is_valid(checked) {
         return result;
     }
-    let violations = super::validate::violations(validator, &result.output);
+    let violations = super::validate::violations(validator, checked);
     result.status = Status::Error;
     result.success = false;
     result.error = Some(
