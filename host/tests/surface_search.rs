@@ -1,5 +1,5 @@
 //! Tool search over hundreds of real tool definitions (see
-//! `common::catalog`): under `[host] tool_discovery = "search"`,
+//! `toolhost_testkit::catalog`): under `[host] tool_discovery = "search"`,
 //! `tools/list` shows `tool_search` and the `always_on` tools only, any tool
 //! is callable by name, and `tool_search` finds the labelled tool of at
 //! least 90% of the labelled queries within its top three; grants still
@@ -8,8 +8,9 @@
 mod common;
 
 use common::serve::{call, client, text};
-use common::{catalog, Env};
+use common::Env;
 use serde_json::json;
+use toolhost_testkit::catalog;
 
 fn names(result: &serde_json::Value) -> Vec<String> {
     result["output"]["tools"]

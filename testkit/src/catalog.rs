@@ -1,4 +1,5 @@
-//! A host with hundreds of real tool definitions: the first-party modules,
+//! A host with hundreds of real tool definitions (for the tool-search tests
+//! and the bench): the first-party modules,
 //! the reference filesystem, memory and everything servers from npm (run
 //! for real), and the captured tool lists of seventeen more npm servers
 //! (`tests/tool_search/mcp_tools.json`, served by

@@ -10,7 +10,6 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-pub mod catalog;
 pub mod fs_lab;
 pub mod pdf;
 pub mod procs;
