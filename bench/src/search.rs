@@ -18,6 +18,8 @@ use toolhost_testkit::catalog;
 use crate::report::Bench;
 
 pub fn run(b: &mut Bench) -> anyhow::Result<()> {
+    // Stdio MCP servers run under the toolhost binary's reaper.
+    toolhost::isolate::set_worker_program(b.target_dir.join("toolhost"));
     let dir = tempfile::tempdir()?;
     let work = dir.path().canonicalize()?;
     let plan_file = work.join("plan.toml");

@@ -71,6 +71,16 @@ fn pin_records_the_definitions_and_shows_what_changed() {
         check.contains("held  ch__alpha") && check.contains("description"),
         "check lists the held-back tool: {check}"
     );
+    let listed: serde_json::Value =
+        serde_json::from_slice(&env.run(&["list", "--json"]).stdout).expect("list --json");
+    let alpha = listed
+        .as_array()
+        .and_then(|l| l.iter().find(|t| t["name"] == json!("ch__alpha")))
+        .expect("ch__alpha is mounted");
+    assert!(
+        alpha["held"].as_str().is_some_and(|w| w.contains("description")),
+        "{alpha}"
+    );
     let called = env.call("ch__alpha", json!({}));
     assert_eq!(
         called.result["error"]["code"],
