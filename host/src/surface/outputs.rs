@@ -342,6 +342,67 @@ pub fn mcp_blocks(link: Option<&Value>) -> Vec<rmcp::model::ContentBlock> {
 mod tests {
     use super::*;
 
+    fn store(dir: &Path, max_bytes: u64) -> OutputStore {
+        OutputStore {
+            dir: dir.to_path_buf(),
+            max_bytes,
+            ttl: Duration::from_secs(60),
+            max_read: 16,
+            next: AtomicU64::new(0),
+        }
+    }
+
+    fn kept(store: &OutputStore, principal: &str, text: &str) -> String {
+        let link = store.keep(principal, &ToolResult::success("c", json!(text)));
+        link["uri"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not kept: {link}"))
+            .to_string()
+    }
+
+    #[test]
+    fn the_budget_evicts_the_oldest_and_refuses_what_cannot_fit() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path(), 100);
+        let first = kept(&store, "p", &"a".repeat(40));
+        std::thread::sleep(Duration::from_millis(20));
+        let second = kept(&store, "p", &"b".repeat(40));
+        std::thread::sleep(Duration::from_millis(20));
+        let third = kept(&store, "p", &"c".repeat(40));
+        assert!(matches!(
+            store.read("p", &first, None, None),
+            Err(OutputError::Expired { .. })
+        ));
+        assert!(store.read("p", &second, None, None).is_ok());
+        let chunk = store.read("p", &third, Some(30), None).expect("readable");
+        assert_eq!(
+            (chunk.offset, chunk.text.len(), chunk.total, chunk.next_offset),
+            (30, 10, 40, None)
+        );
+        // Another principal's handle is not readable.
+        assert!(matches!(
+            store.read("q", &third, None, None),
+            Err(OutputError::Expired { .. })
+        ));
+        let too_big = store.keep("p", &ToolResult::success("c", json!("x".repeat(200))));
+        assert_eq!(too_big["kept"], json!(false), "{too_big}");
+    }
+
+    #[test]
+    fn ranges_end_on_character_boundaries() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path(), 1000);
+        let uri = kept(&store, "p", &"é".repeat(20));
+        let mut whole = String::new();
+        let mut offset = Some(0);
+        while let Some(at) = offset {
+            let chunk = store.read("p", &uri, Some(at), Some(3)).expect("readable");
+            whole.push_str(&chunk.text);
+            offset = chunk.next_offset;
+        }
+        assert_eq!(whole, "é".repeat(20));
+    }
+
     #[test]
     fn handles_and_ranges_parse_strictly() {
         assert_eq!(id_of("toolhost://output/ab12?offset=3").unwrap(), "ab12");
