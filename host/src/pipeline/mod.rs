@@ -3,7 +3,11 @@
 //!
 //! 1. [`resolve`] a name or alias to a tool for the calling principal, and
 //!    check its grant ([`crate::governance::grants`]): a tool its grants do
-//!    not cover is refused exactly like a name that does not exist;
+//!    not cover is refused exactly like a name that does not exist; then
+//!    the selected toolsets and `toolhost.lock` ([`crate::surface`]) may
+//!    refuse it (`not_in_toolset`, `tool_changed`); the host's own tools
+//!    (`tool_search`, `read_output`) skip these, showing each principal
+//!    only what it may see;
 //! 2. [`validate`] the input against its schema;
 //! 3. [`policy`] decides allow / ask / deny (and approval), after the
 //!    tool's deprecation ([`crate::governance::deprecation`]) is checked;
@@ -12,7 +16,8 @@
 //! 6. [`execute`] on a blocking thread under deadline and cancel token (one
 //!    engine, whether the thread is lent or the caller's own: [`inline`]);
 //! 7. [`postprocess`] checks `output_schema`, redacts secrets
-//!    ([`crate::governance::redact`]) and bounds the output;
+//!    ([`crate::governance::redact`]) and bounds the output, keeping an
+//!    over-limit one whole for reading back ([`crate::surface::outputs`]);
 //! 8. [`record`] events, a span and one [`audit`] record per call.
 //!
 //! A stage that refuses a call returns the finished result, which skips the
