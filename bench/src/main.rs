@@ -17,6 +17,7 @@ mod mcp_http;
 mod pipeline;
 mod redact;
 mod report;
+mod search;
 mod soak;
 mod state;
 mod web;
@@ -72,6 +73,7 @@ fn main() -> anyhow::Result<()> {
         ("alias", alias::run),
         ("state", state::run),
         ("redact", redact::run),
+        ("search", search::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

@@ -49,6 +49,7 @@ pub fn run(b: &mut Bench, bin: &Path, plan: &Path, cwd: &Path, stdio_median: Dur
         stats: Stats::of(vec![Duration::ZERO]),
         target: Some("≤ 1.5×".into()),
         met: Some(ratio <= 1.5),
+        value: None,
     });
     Ok(())
 }

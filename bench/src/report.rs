@@ -26,6 +26,9 @@ pub struct Row {
     pub target: Option<String>,
     /// Whether the target was met.
     pub met: Option<bool>,
+    /// A measurement that is not a duration (a rate, a size), shown in the
+    /// median's column instead of the sample statistics.
+    pub value: Option<String>,
 }
 
 /// Median and spread of a sample.
@@ -94,6 +97,7 @@ impl Bench {
             stats,
             target: limit.map(|l| format!("≤ {}", fmt(l))),
             met: limit.map(|l| stats.median <= l),
+            value: None,
         });
     }
 
@@ -113,6 +117,26 @@ impl Bench {
             stats,
             target: Some(format!("≤ {max_ratio}×")),
             met: Some(ratio <= max_ratio),
+            value: None,
+        });
+    }
+
+    /// Adds a row for a measurement that is not a duration.
+    pub fn value_row(
+        &mut self,
+        group: &'static str,
+        name: impl Into<String>,
+        value: String,
+        target: &str,
+        met: bool,
+    ) {
+        self.rows.push(Row {
+            group,
+            name: name.into(),
+            stats: Stats::of(vec![Duration::ZERO]),
+            target: Some(target.to_string()),
+            met: Some(met),
+            value: Some(value),
         });
     }
 
@@ -123,14 +147,23 @@ impl Bench {
             "group", "measurement", "median", "p10", "p90", "n", "target"
         );
         for r in &self.rows {
+            let (median, p10, p90, n) = match &r.value {
+                Some(value) => (value.clone(), "-".into(), "-".into(), "-".into()),
+                None => (
+                    fmt(r.stats.median),
+                    fmt(r.stats.p10),
+                    fmt(r.stats.p90),
+                    r.stats.samples.to_string(),
+                ),
+            };
             println!(
                 "{:<11} {:<58} {:>11} {:>11} {:>11} {:>7}  {:<10} {}",
                 r.group,
                 r.name,
-                fmt(r.stats.median),
-                fmt(r.stats.p10),
-                fmt(r.stats.p90),
-                r.stats.samples,
+                median,
+                p10,
+                p90,
+                n,
                 r.target.as_deref().unwrap_or("-"),
                 match r.met {
                     Some(true) => "yes",

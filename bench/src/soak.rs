@@ -103,6 +103,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         stats: Stats::of(vec![took]),
         target: Some("≤ +10 %".into()),
         met: Some(growth <= 10.0),
+        value: None,
     });
     Ok(())
 }

@@ -37,6 +37,7 @@ pub use sdk::coordinator::{Cleanup, Coordinator};
 pub use sdk::error::{MountError, ToolError};
 pub use sdk::guard::panic_message;
 pub use sdk::session;
+pub use sdk::structured::Structured;
 pub use sdk::testing;
 pub use sdk::tool::Tool;
 pub use serde;

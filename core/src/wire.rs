@@ -555,6 +555,11 @@ pub struct ToolResult {
     /// JSON, so adding it changed no ABI type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<ContentBlock>,
+    /// Structured data beside a text `output` (MCP `structuredContent`),
+    /// valid under the spec's `output_schema`; set by tools whose output is
+    /// an SDK [`Structured`](crate::sdk::structured::Structured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
 }
 
 /// One block of a result's content, mapped by the MCP server to MCP's own
@@ -610,6 +615,7 @@ impl ToolResult {
             error: None,
             metadata: Metadata::default(),
             content: Vec::new(),
+            structured: None,
         }
     }
 
@@ -633,6 +639,7 @@ impl ToolResult {
             }),
             metadata: Metadata::default(),
             content: Vec::new(),
+            structured: None,
         }
     }
 

@@ -33,5 +33,6 @@ pub mod registry;
 pub mod session;
 pub mod source;
 pub mod state;
+pub mod surface;
 pub mod term;
 pub mod tool;

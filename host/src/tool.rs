@@ -120,6 +120,8 @@ pub struct MountedTool {
     ffi: FfiToolBox,
     validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
     output_validator: OnceLock<Option<Result<jsonschema::Validator, SchemaError>>>,
+    /// A foreign tool's fingerprint and whether `toolhost.lock` holds it back.
+    pin: OnceLock<crate::surface::pin::Pin>,
 }
 
 impl MountedTool {
@@ -132,7 +134,23 @@ impl MountedTool {
             ffi,
             validator: OnceLock::new(),
             output_validator: OnceLock::new(),
+            pin: OnceLock::new(),
         }
+    }
+
+    /// Records the tool's pin (once, from its source's list walk).
+    pub fn set_pin(&self, pin: crate::surface::pin::Pin) {
+        let _ = self.pin.set(pin);
+    }
+
+    /// Its pin, when it is a foreign (MCP) tool.
+    pub fn pin(&self) -> Option<&crate::surface::pin::Pin> {
+        self.pin.get()
+    }
+
+    /// Why `toolhost.lock` holds it back, if it does.
+    pub fn held(&self) -> Option<&str> {
+        self.pin.get().and_then(|p| p.held.as_deref())
     }
 
     /// The public name.

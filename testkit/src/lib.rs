@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod catalog;
 pub mod pg;
 
 use proptest::test_runner::{Config, RngSeed};

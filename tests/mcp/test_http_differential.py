@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -29,7 +30,20 @@ PLAN = plan(["fixture"], '[policy.tools.deadline]\ndecision = "ask"\n')
 VOLATILE = {"duration_ms", "ts_unix_ms", "prev_sha256", "seq", "slept_ms", "start_us", "end_us"}
 
 
+# Text that differs between any two runs: a large output's handle, its
+# expiry, and the call id it names.
+VOLATILE_TEXT = [
+    (re.compile(r"toolhost://output/[0-9a-f]+"), "toolhost://output/ID"),
+    (re.compile(r"kept until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"), "kept until T"),
+    (re.compile(r"output of call-\d+"), "output of call-N"),
+]
+
+
 def scrub(value):
+    if isinstance(value, str):
+        for pattern, replacement in VOLATILE_TEXT:
+            value = pattern.sub(replacement, value)
+        return value
     if isinstance(value, dict) and value.get("type") == "text" and isinstance(value.get("text"), str):
         try:
             inner = json.loads(value["text"])

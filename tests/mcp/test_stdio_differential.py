@@ -90,6 +90,10 @@ def normalised(message: dict) -> str:
     # Host-made call ids number calls as they reach the pipeline: which of
     # two concurrent calls gets the lower number is a matter of timing.
     text = re.sub(r'"tool_call_id": "call-\d+"', '"tool_call_id": "call-N"', text)
+    # A large output is kept under a fresh handle each time it is produced.
+    text = re.sub(r"toolhost://output/[0-9a-f]+", "toolhost://output/ID", text)
+    text = re.sub(r"kept until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "kept until T", text)
+    text = re.sub(r"output of call-\d+", "output of call-N", text)
     return re.sub(r"proc-\d+-[0-9a-f]+", "proc-SESSION", text)
 
 

@@ -2,7 +2,9 @@
 // host/tests/mcp_list_changed.rs: `mutate` adds, removes or renames tools
 // and then sends notifications/tools/list_changed (as servers that load
 // plugins or follow a workspace do). Every other tool answers with its own
-// name, so a caller can tell which tool a name reached.
+// name, so a caller can tell which tool a name reached. `mutate` with
+// `describe: [name, text]` changes a tool's description (a "rug pull", for
+// host/tests/surface_pin.rs).
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -12,9 +14,10 @@ const server = new Server(
   { capabilities: { tools: { listChanged: true } } },
 );
 const tools = new Set(["alpha"]);
+const descriptions = new Map();
 const spec = (name) => ({
   name,
-  description: `Answers with its own name (${name}).`,
+  description: descriptions.get(name) ?? `Answers with its own name (${name}).`,
   inputSchema: { type: "object", properties: {} },
 });
 server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -28,6 +31,7 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
           add: { type: "string" },
           remove: { type: "string" },
           rename: { type: "array", items: { type: "string" } },
+          describe: { type: "array", items: { type: "string" } },
         },
       },
     },
@@ -39,6 +43,7 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
   if (name === "mutate") {
     if (args.add) tools.add(args.add);
     if (args.remove) tools.delete(args.remove);
+    if (args.describe) descriptions.set(args.describe[0], args.describe[1]);
     if (args.rename) {
       tools.delete(args.rename[0]);
       tools.add(args.rename[1]);

@@ -163,7 +163,9 @@ pub(crate) fn run_call<T: Tool>(tool: &T, name: &str, call_json: &str, ffi: FfiC
     let mut result =
         match outcome {
             Ok((Ok(output), extra)) => {
+                let (output, structured) = super::structured::split(output);
                 let mut r = ToolResult::success(&tool_call_id, output).with_content(ctx.take_content());
+                r.structured = structured;
                 r.metadata.extra = extra;
                 r
             }
@@ -204,6 +206,7 @@ pub(crate) fn from_error(tool_call_id: &str, error: ToolError) -> ToolResult {
         error: Some(info),
         metadata: Metadata::default(),
         content: Vec::new(),
+        structured: None,
     }
 }
 

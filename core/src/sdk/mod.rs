@@ -9,5 +9,6 @@ pub mod guard;
 mod panic_hook;
 pub mod schema;
 pub mod session;
+pub mod structured;
 pub mod testing;
 pub mod tool;

@@ -73,6 +73,9 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
             ));
         }
     }
+    for line in crate::surface::pin::check_lines(&host.tools(), &host.plan) {
+        print_stdout(&line);
+    }
     let governance = &host.plan.governance;
     let (_, warnings) = crate::governance::principals::Directory::resolve(&governance.principals);
     for warning in warnings {

@@ -20,6 +20,10 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
                 escape_line(&crate::governance::deprecation::warning(t.name(), d))
             );
         }
+        // Held back by toolhost.lock: mounted, but not served.
+        if let Some(why) = t.held() {
+            eprintln!("warning: held back: {why}");
+        }
     }
     if as_json {
         let items: Vec<_> = tools
@@ -35,6 +39,7 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
                     "annotations": t.spec.annotations,
                     "version": t.spec.version,
                     "deprecated": t.spec.deprecated,
+                    "held": t.held(),
                 })
             })
             .collect();

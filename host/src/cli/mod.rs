@@ -14,6 +14,7 @@ mod human;
 mod init;
 mod list;
 pub mod output;
+mod pin;
 mod serve;
 
 use std::path::PathBuf;
@@ -71,6 +72,9 @@ enum Command {
     Init(init::InitArgs),
     /// Audit log tools: `audit verify FILE…` checks the hash chain.
     Audit(audit::AuditArgs),
+    /// Record the plan's MCP tool definitions in toolhost.lock (showing
+    /// what changed); with a lock, changed or new tools are not served.
+    Pin,
     /// Internal: an isolated module's worker process (started by the host).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -152,6 +156,9 @@ async fn run(cli: Cli) -> ExitCode {
     if let Command::Check = cli.command {
         return check::run(plan, &origin);
     }
+    if let Command::Pin = cli.command {
+        return pin::run(plan);
+    }
     if let Command::Serve(args) = &cli.command {
         if let Err(message) = serve::prepare(args) {
             eprintln!("error: {message}");
@@ -171,7 +178,7 @@ async fn run(cli: Cli) -> ExitCode {
     watch_signals(shutdown.clone(), signal.clone());
 
     let code = match cli.command {
-        Command::Check | Command::Init(_) | Command::Audit(_) => unreachable_check(),
+        Command::Check | Command::Init(_) | Command::Audit(_) | Command::Pin => unreachable_check(),
         Command::List { json } => list::run(&host, json),
         Command::Describe { tool } => describe::run(&host, &tool),
         Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,

@@ -58,6 +58,9 @@ pub(super) struct ServeArgs {
     /// jobs with it.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     session_idle_secs: u64,
+    /// Serve only the tools of this `[[toolsets]]` entry.
+    #[arg(long, value_name = "NAME")]
+    toolset: Option<String>,
 }
 
 /// Why `serve` did not start or ended in error.
@@ -93,7 +96,14 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: ServeArgs)
     if host.plan.host.audit_log.is_some() {
         reopen_on_sighup();
     }
-    let pipeline = Arc::new(Pipeline::new(host, shutdown.clone()));
+    let pipeline = match Pipeline::new(host, shutdown.clone()).with_toolset(args.toolset) {
+        Ok(pipeline) => Arc::new(pipeline),
+        Err(refused) => {
+            let message = refused.error.map(|e| e.message).unwrap_or_default();
+            eprintln!("error: --toolset: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let served = match args.http {
         Some(addr) => {
             let access = match (args.token, args.no_auth) {

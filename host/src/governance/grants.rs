@@ -67,7 +67,10 @@ pub struct GrantEntry {
     /// The principal it is for.
     pub principal: String,
     /// Globs over tool names and aliases.
+    #[serde(default)]
     pub tools: Vec<String>,
+    /// A `[[toolsets]]` name: the grant covers the toolset's globs too.
+    pub toolset: Option<String>,
     /// The highest effect allowed (default: irreversible, i.e. no ceiling).
     pub max_effect: Option<MaxEffect>,
     /// Calls per run.

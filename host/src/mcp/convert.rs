@@ -88,6 +88,11 @@ fn object_schema() -> JsonObject {
 /// that care can tell `approval_required` from `timeout`.
 pub fn call_result(result: ToolResult) -> CallToolResult {
     let meta = meta(&result);
+    let link = result
+        .metadata
+        .extra
+        .get(crate::surface::outputs::LINK_KEY)
+        .cloned();
     let mut out = if result.success {
         let content = if result.content.is_empty() {
             vec![ContentBlock::text(text_of(&result.output))]
@@ -95,7 +100,9 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
             blocks(&result.content)
         };
         let mut r = CallToolResult::success(content);
-        if result.output.is_object() {
+        if result.structured.is_some() {
+            r.structured_content = result.structured;
+        } else if result.output.is_object() {
             r.structured_content = Some(result.output);
         }
         r
@@ -113,6 +120,9 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
         }
         CallToolResult::error(content)
     };
+    // An over-limit output kept whole: a `resource_link` to it.
+    out.content
+        .extend(crate::surface::outputs::mcp_blocks(link.as_ref()));
     out.meta = Some(meta);
     out
 }

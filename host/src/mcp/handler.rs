@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -72,6 +73,7 @@ impl ServerHandler for ToolhostServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_resources()
                 .build(),
         );
         let mut implementation = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
@@ -115,12 +117,50 @@ impl ServerHandler for ToolhostServer {
         // `tools/list_changed` changes it while the session lives.
         // `convert::tools` adds alias profiles when `[host] list_aliases`.
         // With grants in the plan, a principal sees only what it may call.
+        // A toolset (the server's, the client's `?toolset=`), pins and
+        // `[host] tool_discovery` narrow it further (see crate::surface).
         let principal = http_principal(&context);
-        let tools = convert::tools(self.pipeline.host())
-            .into_iter()
-            .filter(|t| self.pipeline.visible(principal, &t.name))
-            .collect();
+        let tools = self
+            .pipeline
+            .list_tools(principal, http_toolset(&context).as_deref())
+            .map_err(|refused| {
+                let message = refused.error.map(|e| e.message).unwrap_or_default();
+                ErrorData::invalid_params(message, None)
+            })?;
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    /// Reads a kept over-limit output (`toolhost://output/<id>`, with
+    /// `?offset=N&length=M`), for the principal that produced it.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let plan = &self.pipeline.host().plan;
+        let principal = http_principal(&context).unwrap_or(&plan.governance.host_principal);
+        let (offset, length) = crate::surface::outputs::range_of(&request.uri);
+        let outputs = &self.pipeline.surface().outputs;
+        match outputs.read(principal, &request.uri, offset, length) {
+            Ok(chunk) => {
+                let mut meta = rmcp::model::MetaObject::new();
+                meta.0.insert(
+                    "toolhost".into(),
+                    serde_json::json!({ "offset": chunk.offset, "total": chunk.total, "next_offset": chunk.next_offset }),
+                );
+                let contents = ResourceContents::TextResourceContents {
+                    uri: request.uri,
+                    mime_type: Some("text/plain".into()),
+                    text: chunk.text,
+                    meta: Some(meta),
+                };
+                Ok(ReadResourceResult::new(vec![contents]).into())
+            }
+            Err(e) => Err(ErrorData::resource_not_found(
+                e.to_string(),
+                Some(serde_json::json!({ "code": e.code(), "uri": request.uri })),
+            )),
+        }
     }
 
     async fn call_tool(
@@ -144,6 +184,7 @@ impl ServerHandler for ToolhostServer {
             approver: elicit::approver(&context.peer, cancel.clone()),
             session_id,
             principal: http_principal(&context).map(str::to_string),
+            toolset: http_toolset(&context),
             ..super::call::from_request(request.name.into_owned(), request.arguments, &context.meta)
         };
         // Boxed: the pipeline's future is large, and rmcp moves the handler's
@@ -182,6 +223,12 @@ fn http_principal(context: &RequestContext<RoleServer>) -> Option<&str> {
         .extensions
         .get::<super::auth::Principal>()
         .map(|p| p.0.as_str())
+}
+
+/// The toolset an HTTP client selected with `?toolset=NAME` (none on stdio).
+fn http_toolset(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    crate::surface::toolsets::from_query(parts.uri.query())
 }
 
 /// The MCP session id of an HTTP request (none on stdio).

@@ -60,6 +60,15 @@ impl Pipeline {
             Ok(prepared) => prepared,
             Err(refusal) => return answer(self.finish(pending, refusal)),
         };
+        if let Some(result) = self.run_host_tool(&prepared) {
+            let tail = Tail {
+                pending,
+                tool: prepared.tool.clone(),
+                input: prepared.input.clone(),
+                answer,
+            };
+            return runtime.block_on(self.complete(tail, result));
+        }
         let Launch { stage6, input } = self.launch(prepared);
         let tail: SharedTail = Arc::new(Mutex::new(Some(Tail {
             pending,

@@ -3,7 +3,11 @@
 //!
 //! 1. [`resolve`] a name or alias to a tool for the calling principal, and
 //!    check its grant ([`crate::governance::grants`]): a tool its grants do
-//!    not cover is refused exactly like a name that does not exist;
+//!    not cover is refused exactly like a name that does not exist; then
+//!    the selected toolsets and `toolhost.lock` ([`crate::surface`]) may
+//!    refuse it (`not_in_toolset`, `tool_changed`); the host's own tools
+//!    (`tool_search`, `read_output`) skip these, showing each principal
+//!    only what it may see;
 //! 2. [`validate`] the input against its schema;
 //! 3. [`policy`] decides allow / ask / deny (and approval), after the
 //!    tool's deprecation ([`crate::governance::deprecation`]) is checked;
@@ -12,7 +16,8 @@
 //! 6. [`execute`] on a blocking thread under deadline and cancel token (one
 //!    engine, whether the thread is lent or the caller's own: [`inline`]);
 //! 7. [`postprocess`] checks `output_schema`, redacts secrets
-//!    ([`crate::governance::redact`]) and bounds the output;
+//!    ([`crate::governance::redact`]) and bounds the output, keeping an
+//!    over-limit one whole for reading back ([`crate::surface::outputs`]);
 //! 8. [`record`] events, a span and one [`audit`] record per call.
 //!
 //! A stage that refuses a call returns the finished result, which skips the
@@ -86,6 +91,9 @@ pub struct Call {
     pub principal: Option<String>,
     /// The caller's run/thread/tenant/agent/correlation ids.
     pub context: RequestContext,
+    /// The toolset the caller selected (HTTP `?toolset=`), on top of the
+    /// server's (see [`crate::surface::toolsets`]).
+    pub toolset: Option<String>,
 }
 
 /// What an approver is asked.
@@ -112,6 +120,7 @@ pub(crate) struct Prepared {
     session_id: Option<String>,
     principal: String,
     context: RequestContext,
+    toolset: Option<String>,
 }
 
 /// A prepared call as stage 6 takes it.
@@ -138,6 +147,10 @@ pub struct Pipeline {
     working_dir: String,
     /// Stage 6: runs tools under their deadline, cancel and grace.
     engine: execute::Engine,
+    /// Toolsets, discovery, pins, kept outputs (see [`crate::surface`]).
+    surface: crate::surface::Surface,
+    /// The toolset every call and listing is limited to (`serve --toolset`).
+    toolset: Option<String>,
 }
 
 impl Pipeline {
@@ -156,6 +169,8 @@ impl Pipeline {
         });
         let working_dir = host.plan.working_dir.to_string_lossy().into_owned();
         let pipeline = Pipeline {
+            surface: crate::surface::Surface::new(&host.plan),
+            toolset: None,
             hooks: hooks::Hooks::new(&host.plan),
             host,
             next_id: AtomicU64::new(1),
@@ -181,6 +196,36 @@ impl Pipeline {
     pub fn with_pre_approved(mut self, pre: PreApproved) -> Self {
         self.pre_approved = pre;
         self
+    }
+
+    /// Limits every call and listing to the toolset `name` (`serve
+    /// --toolset`), or answers why it cannot.
+    pub fn with_toolset(mut self, name: Option<String>) -> Result<Self, ToolResult> {
+        if let Some(name) = &name {
+            crate::surface::toolsets::find(&self.host.plan.toolsets, name, "")?;
+        }
+        self.toolset = name;
+        Ok(self)
+    }
+
+    /// The MCP `tools/list` for `principal` (default: `[host] principal`)
+    /// through the client's `toolset`, if it selected one: see
+    /// [`crate::surface::Surface::listed`].
+    pub fn list_tools(
+        &self,
+        principal: Option<&str>,
+        toolset: Option<&str>,
+    ) -> Result<Vec<rmcp::model::Tool>, ToolResult> {
+        let plan = &self.host.plan;
+        let principal = principal.unwrap_or(&plan.governance.host_principal);
+        let viewer =
+            crate::surface::Surface::viewer(plan, principal, [self.toolset.as_deref(), toolset], "")?;
+        Ok(self.surface.listed(&self.host, &viewer))
+    }
+
+    /// The surface state (host tools, search index, kept outputs).
+    pub fn surface(&self) -> &crate::surface::Surface {
+        &self.surface
     }
 
     /// Whether `principal` (default: `[host] principal`) may see the tool
@@ -268,26 +313,47 @@ impl Pipeline {
             ToolResult::failure(id, Status::ValidationError, codes::INVALID_INPUT, e.to_string())
         })?;
         let grants = &self.host.plan.governance.grants;
-        let resolved = resolve::for_principal(&self.host, grants, &trace.principal, id, &call.name)
-            .inspect_err(|r| {
-                let code = r.error.as_ref().map(|e| e.code.as_str());
-                trace.decision = if code == Some(crate::governance::grants::GRANT_MISSING) {
-                    "grant_denied"
-                } else {
-                    "unknown"
-                };
-            })?;
+        // The host's own tools (tool_search, read_output) answer every
+        // principal with only what that principal may see.
+        let host_tool = self.surface.host_tool(&self.host, &call.name);
+        let resolved = match host_tool {
+            Some(tool) => crate::registry::Resolved {
+                tool,
+                profile: None,
+                alternative: false,
+            },
+            None => resolve::for_principal(&self.host, grants, &trace.principal, id, &call.name)
+                .inspect_err(|r| {
+                    let code = r.error.as_ref().map(|e| e.code.as_str());
+                    trace.decision = if code == Some(crate::governance::grants::GRANT_MISSING) {
+                        "grant_denied"
+                    } else {
+                        "unknown"
+                    };
+                })?,
+        };
         let tool = resolved.tool.clone();
         trace.tool = Some(tool.clone());
-        trace.decision = "grant_denied";
-        trace.grant = crate::governance::grants::check(
-            grants,
-            &self.run_counts,
-            &trace.principal,
-            &call.context,
-            &tool,
-            id,
-        )?;
+        if !self.surface.is_host_tool(&tool) {
+            // Toolsets and pins (see crate::surface).
+            trace.decision = "not_offered";
+            let viewer = crate::surface::Surface::viewer(
+                &self.host.plan,
+                &trace.principal,
+                [self.toolset.as_deref(), call.toolset.as_deref()],
+                id,
+            )?;
+            crate::surface::Surface::gate(&viewer, &tool, &call.name, id)?;
+            trace.decision = "grant_denied";
+            trace.grant = crate::governance::grants::check(
+                grants,
+                &self.run_counts,
+                &trace.principal,
+                &call.context,
+                &tool,
+                id,
+            )?;
+        }
         // 2. validate (an alias profile's input is mapped to the canonical one)
         trace.decision = "invalid";
         call.input = validate_alias::call(&resolved, &call.name, id, std::mem::take(&mut call.input))?;
@@ -378,16 +444,48 @@ impl Pipeline {
             session_id: call.session_id,
             principal: trace.principal.clone(),
             context: call.context,
+            toolset: call.toolset,
         })
     }
 
     /// Stages 6–7 and the post hooks; recording is the caller's.
     async fn run(&self, prepared: Prepared, trace: &mut Trace) -> ToolResult {
+        if let Some(result) = self.run_host_tool(&prepared) {
+            return self.after(&prepared.tool, &prepared.input, trace, result).await;
+        }
         let Launch { stage6, input } = self.launch(prepared);
         let tool = stage6.tool.clone();
         // 6. execute
         let result = self.engine.run(stage6).await;
         self.after(&tool, &input, trace, result).await
+    }
+
+    /// Stage 6 for the host's own tools, which answer from the host's
+    /// state; `None` for every other tool.
+    fn run_host_tool(&self, prepared: &Prepared) -> Option<ToolResult> {
+        if !self.surface.is_host_tool(&prepared.tool) {
+            return None;
+        }
+        record::pre(
+            &self.host.events,
+            &prepared.tool,
+            &prepared.id,
+            &prepared.input,
+            &prepared.principal,
+            &prepared.context,
+        );
+        let selected = [self.toolset.as_deref(), prepared.toolset.as_deref()];
+        let viewer = match crate::surface::Surface::viewer(
+            &self.host.plan,
+            &prepared.principal,
+            selected,
+            &prepared.id,
+        ) {
+            Ok(viewer) => viewer,
+            Err(refused) => return Some(refused),
+        };
+        self.surface
+            .run(&self.host, &viewer, &prepared.tool, &prepared.id, &prepared.input)
     }
 
     /// What stage 6 needs, from a prepared call; emits `tool:pre`.
@@ -401,6 +499,7 @@ impl Pipeline {
             session_id,
             principal,
             context,
+            toolset: _,
         } = prepared;
         record::pre(&self.host.events, &tool, &id, &input, &principal, &context);
         let limits = execute::Limits {
@@ -450,7 +549,12 @@ impl Pipeline {
         if let Some(notice) = &trace.deprecation {
             result.metadata.extra.insert("deprecated".into(), notice.clone());
         }
-        let result = postprocess::bound(result, self.host.plan.host.max_output_bytes as usize);
+        let result = postprocess::bound_keeping(
+            result,
+            self.host.plan.host.max_output_bytes as usize,
+            &self.surface.outputs,
+            &trace.principal,
+        );
         let result = if self.hooks.any(crate::plan::HookEvent::Post) {
             self.hooks.post(tool, input, result).await
         } else {

@@ -25,10 +25,12 @@ pub fn check_output(tool: &MountedTool, mut result: ToolResult) -> ToolResult {
             return result;
         }
     };
-    if validator.is_valid(&result.output) {
+    // A tool with text and data answers its schema with the data.
+    let checked = result.structured.as_ref().unwrap_or(&result.output);
+    if validator.is_valid(checked) {
         return result;
     }
-    let violations = super::validate::violations(validator, &result.output);
+    let violations = super::validate::violations(validator, checked);
     result.status = Status::Error;
     result.success = false;
     result.error = Some(
@@ -41,6 +43,24 @@ pub fn check_output(tool: &MountedTool, mut result: ToolResult) -> ToolResult {
         )
         .details(json!({ "violations": violations })),
     );
+    result
+}
+
+/// [`bound`], after keeping the whole output for `principal` in `store`
+/// when it is over `max`, with a link to it in the result (see
+/// [`crate::surface::outputs`]): nothing is cut without a way to read it.
+pub fn bound_keeping(
+    result: ToolResult,
+    max: usize,
+    store: &crate::surface::outputs::OutputStore,
+    principal: &str,
+) -> ToolResult {
+    if json_len(&result.output) <= max {
+        return result;
+    }
+    let link = store.keep(principal, &result);
+    let mut result = bound(result, max);
+    crate::surface::outputs::attach(&mut result, link);
     result
 }
 

@@ -24,7 +24,7 @@ pub use mcp_error::McpTableError;
 pub use ready::{ready_plan, READY_PLANS};
 pub use schema::{
     Decision, HookEntry, HookEvent, HookFailure, HostSection, IdempotencyTtl, Isolation, McpSource,
-    PolicySection, ToolRule, ToolsEntry,
+    PolicySection, ToolDiscovery, ToolRule, ToolsEntry,
 };
 
 /// A plan ready to load: parsed, checked, with paths made absolute.
@@ -51,6 +51,8 @@ pub struct Plan {
     pub alias_profiles: Vec<crate::alias::ProfileDef>,
     /// Principals, grants and the host principal (issue #16).
     pub governance: crate::governance::Governance,
+    /// `[[toolsets]]`, parsed.
+    pub toolsets: Vec<crate::surface::toolsets::Toolset>,
 }
 
 /// One `[[tools]]` entry, ready to load.
@@ -205,6 +207,14 @@ pub enum PlanError {
         file: PathBuf,
         /// Which entry, and why.
         error: crate::governance::GovernanceError,
+    },
+    /// `[[toolsets]]` (or a grant's `toolset`) cannot be used.
+    #[error("{file}: {error}")]
+    Toolsets {
+        /// The plan file.
+        file: PathBuf,
+        /// Which entry, and why.
+        error: crate::surface::toolsets::ToolsetError,
     },
 }
 
@@ -388,9 +398,20 @@ impl Plan {
             return Err(invalid("host.max_output_bytes must be at least 1024".into()));
         }
 
+        for pattern in &host.always_on {
+            if let Err(e) = globset::Glob::new(pattern) {
+                return Err(invalid(format!("host.always_on: {e}")));
+            }
+        }
+        let toolsets = crate::surface::toolsets::parse(&raw.toolsets)
+            .and_then(|t| crate::surface::toolsets::expand_grants(&t, raw.grants).map(|g| (t, g)));
+        let (toolsets, grants) = toolsets.map_err(|error| PlanError::Toolsets {
+            file: file.to_path_buf(),
+            error,
+        })?;
         let governance = crate::governance::Governance::from_plan(
             raw.principals,
-            &raw.grants,
+            &grants,
             host.principal.as_deref(),
             &raw.policy,
             &host.redact,
@@ -409,6 +430,7 @@ impl Plan {
             hooks: raw.hooks,
             alias_profiles: raw.alias_profiles,
             governance,
+            toolsets,
         })
     }
 

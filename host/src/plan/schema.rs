@@ -25,6 +25,9 @@ pub(super) struct PlanFile {
     /// `[[grants]]` (issue #16).
     #[serde(default)]
     pub grants: Vec<crate::governance::grants::GrantEntry>,
+    /// `[[toolsets]]`: named subsets of the tools (see `surface::toolsets`).
+    #[serde(default)]
+    pub toolsets: Vec<crate::surface::toolsets::ToolsetEntry>,
 }
 
 /// `[host]`: settings of the host itself.
@@ -98,6 +101,40 @@ pub struct HostSection {
     /// and the pages and bytes of one `tools/list` walk).
     #[serde(default)]
     pub mcp_limits: crate::source::mcp::bounds::McpLimits,
+    // Surface: what a client sees of the tools (see `crate::surface`).
+    /// `"all"` lists every tool; `"search"` lists `tool_search` and the
+    /// `always_on` tools, and every tool stays callable by name.
+    #[serde(default)]
+    pub tool_discovery: ToolDiscovery,
+    /// Globs over tool names listed even under `tool_discovery = "search"`.
+    #[serde(default)]
+    pub always_on: Vec<String>,
+    /// Bytes of over-limit results kept per principal for reading back
+    /// (`read_output`, `resources/read`); the oldest go first.
+    #[serde(default = "default_output_store_bytes")]
+    pub output_store_bytes: u64,
+    /// Seconds an over-limit result stays readable.
+    #[serde(default = "default_output_store_secs")]
+    pub output_store_secs: u64,
+}
+
+/// `[host] tool_discovery`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolDiscovery {
+    /// `tools/list` shows every tool.
+    #[default]
+    All,
+    /// `tools/list` shows `tool_search` and the `always_on` tools.
+    Search,
+}
+
+fn default_output_store_bytes() -> u64 {
+    256 * 1024 * 1024
+}
+
+fn default_output_store_secs() -> u64 {
+    3600
 }
 
 /// `[host] idempotency_ttl`: seconds, or a duration string.
@@ -133,6 +170,10 @@ impl Default for HostSection {
             sessions_per_principal: default_sessions_per_principal(),
             worker_limits: Default::default(),
             mcp_limits: Default::default(),
+            tool_discovery: ToolDiscovery::All,
+            always_on: Vec::new(),
+            output_store_bytes: default_output_store_bytes(),
+            output_store_secs: default_output_store_secs(),
         }
     }
 }

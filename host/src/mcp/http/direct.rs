@@ -231,6 +231,7 @@ impl Direct {
             cancel: Some(cancel.clone()),
             session_id: Some(crate::session::http(session)),
             principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
+            toolset: crate::surface::toolsets::from_query(parts.uri.query()),
             ..super::super::call::from_request(params.name.into_owned(), params.arguments, &meta)
         };
         let pipeline = self.pipeline.clone();

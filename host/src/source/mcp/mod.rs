@@ -92,6 +92,7 @@ fn tools_of(
     info: &Arc<ModuleInfo>,
     listed: &[rmcp::model::Tool],
 ) -> Vec<Arc<MountedTool>> {
+    let lock = crate::surface::pin::lock_for(plan);
     listed
         .iter()
         .map(|tool| {
@@ -106,7 +107,9 @@ fn tools_of(
                 },
                 TD_Opaque,
             );
-            Arc::new(MountedTool::new(public, name, info.clone(), ffi))
+            let mounted = MountedTool::new(public, name, info.clone(), ffi);
+            crate::surface::pin::mark(server.source(), &info.name, tool, &mounted, &lock);
+            Arc::new(mounted)
         })
         .collect()
 }

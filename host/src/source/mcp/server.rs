@@ -137,6 +137,11 @@ impl Server {
         })
     }
 
+    /// The plan's `[tools.mcp]` table it was mounted from.
+    pub fn source(&self) -> &McpSource {
+        &self.source
+    }
+
     /// The label messages name it by.
     pub fn label(&self) -> &str {
         &self.label

@@ -67,6 +67,7 @@ impl Tool for Bash {
         .timeout_secs(c.max_timeout_secs + c.kill_grace_ms.div_ceil(1000) + 5)
         .alias("Bash")
         .alias("run_terminal_command")
+        .structured_output::<super::schema::RunOutput>()
     }
 
     fn execute(&self, input: BashInput, ctx: &Context<'_>) -> Result<Value, ToolError> {

@@ -4,3 +4,4 @@ pub mod bash;
 pub mod kill;
 pub mod output;
 pub mod result;
+pub mod schema;

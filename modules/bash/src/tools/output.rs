@@ -100,6 +100,7 @@ impl Tool for BashOutput {
         .effect(Effect::ReadOnly)
         .annotations(not_idempotent())
         .alias("BashOutput")
+        .structured_output::<super::schema::RunOutput>()
     }
 
     fn execute(&self, input: OutputInput, ctx: &Context<'_>) -> Result<Value, ToolError> {

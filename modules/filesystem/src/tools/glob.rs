@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use globset::GlobBuilder;
 use rustix::fs::OFlags;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
+use serde::{Deserialize, Serialize};
+use toolhost_core::{AccessMode, Context, Effect, Structured, Tool, ToolError, ToolSpec};
 
 use crate::state::State;
 use crate::walk::Scope;
@@ -70,9 +70,19 @@ fn split_pattern(pattern: &str, path: Option<&str>) -> Result<(Option<String>, S
     Ok((Some(base.to_string_lossy().into_owned()), rest.join("/")))
 }
 
+/// glob's structured output.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GlobOutput {
+    /// The matching files shown, newest first.
+    pub paths: Vec<String>,
+    /// Matches in all (more than `paths` when the mount's cap cut them).
+    pub total: u64,
+}
+
 impl Tool for Glob {
     type Input = GlobInput;
-    type Output = String;
+    type Output = Structured<GlobOutput>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
@@ -84,9 +94,10 @@ impl Tool for Glob {
         .effect(Effect::ReadOnly)
         .resource_key("/path", AccessMode::Read)
         .alias("Glob")
+        .structured_output::<GlobOutput>()
     }
 
-    fn execute(&self, input: GlobInput, ctx: &Context<'_>) -> Result<String, ToolError> {
+    fn execute(&self, input: GlobInput, ctx: &Context<'_>) -> Result<Self::Output, ToolError> {
         let state = &self.state;
         if input.pattern.is_empty() || input.pattern.contains('\0') {
             return Err(ToolError::invalid_input(
@@ -166,11 +177,18 @@ impl Tool for Glob {
             String::new()
         };
         if lines.is_empty() {
-            return Ok(format!(
+            let text = format!(
                 "no files match {:?} in {}{}{links_note}",
                 pattern,
                 scope.handle.resolved.display,
                 if links_note.is_empty() { "" } else { "\n" }
+            );
+            return Ok(Structured::new(
+                text,
+                GlobOutput {
+                    paths: Vec::new(),
+                    total: 0,
+                },
             ));
         }
         let mut out = lines.join("\n");
@@ -183,7 +201,13 @@ impl Tool for Glob {
             ));
         }
         ctx.set_metadata("matches", total);
-        Ok(out)
+        Ok(Structured::new(
+            out,
+            GlobOutput {
+                paths: lines,
+                total: total as u64,
+            },
+        ))
     }
 }
 

@@ -12,8 +12,8 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use ignore::WalkState;
 use rustix::fs::OFlags;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
+use serde::{Deserialize, Serialize};
+use toolhost_core::{AccessMode, Context, Effect, Structured, Tool, ToolError, ToolSpec};
 
 use crate::policy::fd;
 use crate::search::{Collect, Hits, Line, Mode};
@@ -169,9 +169,21 @@ impl Plan<'_> {
     }
 }
 
+/// grep's structured output (the matches themselves are in the text).
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepOutput {
+    /// Files with at least one match.
+    pub files: u64,
+    /// Matching lines (or matches, in multiline mode) in all.
+    pub matches: u64,
+    /// False when the search stopped early at its gather cap.
+    pub complete: bool,
+}
+
 impl Tool for Grep {
     type Input = GrepInput;
-    type Output = String;
+    type Output = Structured<GrepOutput>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
@@ -187,9 +199,10 @@ impl Tool for Grep {
         .effect(Effect::ReadOnly)
         .resource_key("/path", AccessMode::Read)
         .alias("Grep")
+        .structured_output::<GrepOutput>()
     }
 
-    fn execute(&self, input: GrepInput, ctx: &Context<'_>) -> Result<String, ToolError> {
+    fn execute(&self, input: GrepInput, ctx: &Context<'_>) -> Result<Self::Output, ToolError> {
         let state = &self.state;
         let mode = match input.output_mode.unwrap_or(OutputMode::FilesWithMatches) {
             OutputMode::Content => Mode::Content,
@@ -295,13 +308,18 @@ impl Tool for Grep {
             head_limit: head_limit as usize,
             line_numbers: input.line_numbers.unwrap_or(true),
         };
+        let data = GrepOutput {
+            files: results.len() as u64,
+            matches: results.iter().map(|(_, hits)| hits.count).sum(),
+            complete: !stopped_early,
+        };
         let mut out = render(&scope, &input.pattern, mode, page, results, stopped_early);
         let notes = skipped_notes(&scope, &skipped, input.multiline);
         if !notes.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }
         out.push_str(&notes);
-        Ok(out)
+        Ok(Structured::new(out, data))
     }
 }
 

@@ -3,8 +3,8 @@
 use std::os::fd::AsFd;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
+use serde::{Deserialize, Serialize};
+use toolhost_core::{AccessMode, Context, Effect, Structured, Tool, ToolError, ToolSpec};
 
 use crate::listing::{self, Limits, Origin};
 use crate::policy::{fd, ReadHandle};
@@ -31,9 +31,21 @@ pub struct ListDirectory {
     pub state: State,
 }
 
+/// list_directory's structured output.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirectoryOutput {
+    /// The folder listed, as shown.
+    pub path: String,
+    /// Entries shown.
+    pub entries: u64,
+    /// Entries left out by the mount's cap.
+    pub omitted: u64,
+}
+
 impl Tool for ListDirectory {
     type Input = ListDirectoryInput;
-    type Output = String;
+    type Output = Structured<ListDirectoryOutput>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
@@ -44,9 +56,10 @@ impl Tool for ListDirectory {
         )
         .effect(Effect::ReadOnly)
         .resource_key("/path", AccessMode::Read)
+        .structured_output::<ListDirectoryOutput>()
     }
 
-    fn execute(&self, input: ListDirectoryInput, ctx: &Context<'_>) -> Result<String, ToolError> {
+    fn execute(&self, input: ListDirectoryInput, ctx: &Context<'_>) -> Result<Self::Output, ToolError> {
         let depth = input.depth.unwrap_or(1);
         if depth == 0 || depth > MAX_DEPTH {
             return Err(ToolError::invalid_input(format!(
@@ -69,7 +82,15 @@ impl Tool for ListDirectory {
                 self.state.config.max_list_entries
             ));
         }
-        Ok(out)
+        let entries = text.lines().count() as u64;
+        Ok(Structured::new(
+            out,
+            ListDirectoryOutput {
+                path: display,
+                entries,
+                omitted: omitted as u64,
+            },
+        ))
     }
 }
 

@@ -4,8 +4,8 @@ use std::fs::File;
 use std::io::{BufReader, Cursor, Read};
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use toolhost_core::{AccessMode, Context, Effect, Tool, ToolError, ToolSpec};
+use serde::{Deserialize, Serialize};
+use toolhost_core::{AccessMode, Context, Effect, Structured, Tool, ToolError, ToolSpec};
 
 use base64::Engine;
 use toolhost_core::ContentBlock;
@@ -40,9 +40,21 @@ pub struct ReadFile {
     pub state: State,
 }
 
+/// read_file's structured output.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileOutput {
+    /// The path as asked for.
+    pub file_path: String,
+    /// Lines in the text answer.
+    pub lines: u64,
+    /// Bytes in the text answer.
+    pub bytes: u64,
+}
+
 impl Tool for ReadFile {
     type Input = ReadFileInput;
-    type Output = String;
+    type Output = Structured<ReadFileOutput>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
@@ -58,9 +70,24 @@ impl Tool for ReadFile {
         .effect(Effect::ReadOnly)
         .resource_key("/file_path", AccessMode::Read)
         .alias("Read")
+        .structured_output::<ReadFileOutput>()
     }
 
-    fn execute(&self, input: ReadFileInput, ctx: &Context<'_>) -> Result<String, ToolError> {
+    fn execute(&self, input: ReadFileInput, ctx: &Context<'_>) -> Result<Self::Output, ToolError> {
+        let file_path = input.file_path.clone();
+        let text = self.read(input, ctx)?;
+        let data = ReadFileOutput {
+            file_path,
+            lines: text.lines().count() as u64,
+            bytes: text.len() as u64,
+        };
+        Ok(Structured::new(text, data))
+    }
+}
+
+impl ReadFile {
+    /// The text answer (see the spec's description).
+    fn read(&self, input: ReadFileInput, ctx: &Context<'_>) -> Result<String, ToolError> {
         let config = &self.state.config;
         let offset = usize::try_from(input.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
         let limit = match input.limit {

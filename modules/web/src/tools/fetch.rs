@@ -33,7 +33,7 @@ pub struct FetchInput {
 }
 
 /// web_fetch output.
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, JsonSchema)]
 pub struct FetchOutput {
     /// The URL asked for (normalized).
     pub url: String,
@@ -111,6 +111,7 @@ impl Tool for WebFetch {
         .title("Fetch a web page")
         .effect(Effect::Retrieve)
         .alias("read_web_page")
+        .structured_output::<FetchOutput>()
     }
 
     fn execute(&self, input: FetchInput, ctx: &Context<'_>) -> Result<FetchOutput, ToolError> {

@@ -160,7 +160,9 @@ pub fn run(job: &Job, sink: &Sink, check: &str, index: usize, tool: &str) {
                     }
                     (_, Status::Success) => {
                         if let Some(validator) = &output_schema {
-                            if let Err(e) = validator.validate(&result.output) {
+                            // A structured output answers its schema with its data.
+                            let checked = result.structured.as_ref().unwrap_or(&result.output);
+                            if let Err(e) = validator.validate(checked) {
                                 v.fail(format!(
                                     "on {}: the output does not match the output schema: {}",
                                     case.label,
