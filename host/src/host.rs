@@ -133,7 +133,8 @@ impl Host {
             }
         }
         match crate::pipeline::audit::sink_for(&host.plan.host).and_then(|sink| {
-            sink.map(|s| crate::pipeline::audit::AuditLog::open(s, host.plan.host.audit_inputs))
+            let id = crate::state::config::host_id(&host.plan.host);
+            sink.map(|s| crate::pipeline::audit::AuditLog::open(s, host.plan.host.audit_inputs, &id))
                 .transpose()
         }) {
             Ok(log) => host.audit = log.map(Arc::new),
