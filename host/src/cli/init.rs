@@ -66,8 +66,7 @@ pub(super) fn run(args: &InitArgs) -> ExitCode {
     let trusted = std::path::absolute(PROJECT_FILE)
         .map_err(|e| e.to_string())
         .and_then(|file| {
-            let mut plan = crate::plan::Plan::parse(&text, &file).map_err(|e| e.to_string())?;
-            plan.pin_files();
+            let plan = crate::plan::Plan::parse(&text, &file).map_err(|e| e.to_string())?;
             crate::plan::trust::store(&crate::plan::trust::expected(&plan, text.as_bytes()))
                 .map_err(|e| e.to_string())
         });

@@ -100,8 +100,7 @@ pub fn discover(flag: Option<&Path>) -> Result<Discovered, PlanError> {
     let Some((file, origin)) = choose(flag, env_plan, &cwd, user_plan_file().as_deref(), &skip_foreign)
     else {
         let text = ready_plan("default").unwrap_or_default();
-        let mut plan = Plan::parse(text, &cwd.join(BUILT_IN_NAME))?;
-        plan.pin_files();
+        let plan = Plan::parse(text, &cwd.join(BUILT_IN_NAME))?;
         return Ok(Discovered {
             plan,
             origin: Origin::BuiltIn,
@@ -121,8 +120,7 @@ pub fn discover(flag: Option<&Path>) -> Result<Discovered, PlanError> {
         trust::check_owner(&file).map_err(|e| invalid(format!("refusing to load the plan: {e}")))?;
     }
     let text = String::from_utf8(bytes.clone()).map_err(|_| invalid("the plan is not UTF-8 text".into()))?;
-    let mut plan = Plan::parse(&text, &file)?;
-    plan.pin_files();
+    let plan = Plan::parse(&text, &file)?;
     let record = trust::expected(&plan, &bytes);
     let state = match origin {
         Origin::Flag => TrustState::NotNeeded("named with --plan"),

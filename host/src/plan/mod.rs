@@ -412,7 +412,7 @@ impl Plan {
             file: file.to_path_buf(),
             error,
         })?;
-        Ok(Plan {
+        let mut plan = Plan {
             file: file.to_path_buf(),
             host,
             working_dir,
@@ -424,7 +424,9 @@ impl Plan {
             governance,
             secret_files: Vec::new(),
             pins: Default::default(),
-        })
+        };
+        plan.pin_files();
+        Ok(plan)
     }
 
     /// The folder for state (idempotency store, tokens, module scratch):

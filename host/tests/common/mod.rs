@@ -14,6 +14,7 @@ pub mod fs_lab;
 pub mod pdf;
 pub mod procs;
 pub mod serve;
+pub mod users;
 
 /// The folder holding the `toolhost` binary and the module libraries.
 pub fn target_dir() -> PathBuf {
