@@ -177,43 +177,20 @@ fn a_rewritten_hook_script_is_refused_with_a_hash_mismatch() {
     );
     // One host process (MCP on stdio), calls one after another: the hook
     // is rewritten between two calls of the same run.
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let (first, rewritten, refused) = runtime.block_on(async {
-        use rmcp::ServiceExt;
-        let (transport, _) =
-            common::serve::transport(lab.command(user, "proj", &[]), std::process::Stdio::null());
-        let client = ().serve(transport).await.expect("initialize");
-        let first = common::serve::call(
-            &client,
-            "write_file",
-            json!({"file_path": "a.txt", "content": "a"}),
-        )
-        .await;
-        let rewritten = common::serve::call(&client, "bash", json!({"command": rewrite})).await;
-        let refused = common::serve::call(
-            &client,
-            "write_file",
-            json!({"file_path": "b.txt", "content": "b"}),
-        )
-        .await;
-        let _ = client.cancel().await;
-        (first, rewritten, refused)
-    });
-    let meta = common::serve::toolhost_meta;
-    assert_eq!(first.is_error, Some(false), "{}", meta(&first));
-    assert_eq!(
-        rewritten.is_error,
-        Some(false),
-        "the rewrite itself must run: {}",
-        meta(&rewritten)
+    let results = lab.serve_calls(
+        user,
+        "proj",
+        &[],
+        &[
+            ("write_file", json!({"file_path": "a.txt", "content": "a"})),
+            ("bash", json!({"command": rewrite})),
+            ("write_file", json!({"file_path": "b.txt", "content": "b"})),
+        ],
     );
-    assert_eq!(
-        refused.is_error,
-        Some(true),
-        "the call ran past a rewritten hook: {}",
-        meta(&refused)
-    );
-    let message = common::serve::all_text(&refused);
+    assert!(!results[0].0, "{results:?}");
+    assert!(!results[1].0, "the rewrite itself must run: {results:?}");
+    assert!(results[2].0, "the call ran past a rewritten hook: {results:?}");
+    let message = &results[2].1;
     assert!(
         message.contains("hash mismatch") && message.contains("review.sh"),
         "{message}"

@@ -167,6 +167,35 @@ impl Lab {
     }
 }
 
+impl Lab {
+    /// `toolhost ARGS serve` (MCP on stdio) as `user` in `cwd`, the `calls`
+    /// made one after another in that one process, each after `before(i)`
+    /// ran: their results (the error text for a failed one) as
+    /// `(is_error, text)`.
+    pub fn serve_calls(
+        &self,
+        user: User,
+        cwd: &str,
+        args: &[&str],
+        calls: &[(&str, serde_json::Value)],
+    ) -> Vec<(bool, String)> {
+        use rmcp::ServiceExt;
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        runtime.block_on(async {
+            let (transport, _) =
+                super::serve::transport(self.command(user, cwd, args), std::process::Stdio::null());
+            let client = ().serve(transport).await.expect("initialize");
+            let mut out = Vec::new();
+            for (name, input) in calls {
+                let result = super::serve::call(&client, name, input.clone()).await;
+                out.push((result.is_error == Some(true), super::serve::all_text(&result)));
+            }
+            let _ = client.cancel().await;
+            out
+        })
+    }
+}
+
 /// stdout and stderr of a finished run, for messages.
 pub fn text(out: &Output) -> String {
     format!(

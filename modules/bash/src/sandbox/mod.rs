@@ -189,6 +189,8 @@ impl Sandbox {
                 read_only.push(c);
             }
         }
+        // In a stable order: the probe's stamp is keyed by the list.
+        read_only.sort();
         if read_only.len() > MAX_READ_ONLY {
             return Err(SandboxError::TooManyReadOnly);
         }
