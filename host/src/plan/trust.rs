@@ -134,9 +134,27 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Hex SHA-256 of a file's content.
+/// Hex SHA-256 of a regular file's content. Opened without blocking and
+/// checked on the handle first, so a FIFO or a device named as a module
+/// or hook is an error, never a hang or an endless read.
 pub fn file_sha256(file: &Path) -> std::io::Result<String> {
-    std::fs::read(file).map(|bytes| sha256_hex(&bytes))
+    use std::io::Read;
+    let mut handle = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(file)?;
+    if !handle.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match handle.read(&mut buf)? {
+            0 => break,
+            n => hasher.update(&buf[..n]),
+        }
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The folder trust records live in: `<user config>/toolhost/trust`.
