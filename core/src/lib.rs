@@ -27,6 +27,7 @@
 // The one `unsafe` (building the library header) is in sdk/export.rs.
 #![deny(unsafe_op_in_unsafe_fn)]
 pub mod abi;
+pub mod protected;
 mod sdk;
 pub mod wire;
 

@@ -708,6 +708,26 @@ pub struct HostInfo {
     /// the built-in plan): a module that runs commands hides it from them.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub plan_file: String,
+    /// The control plane: files and folders that decide what the agent may
+    /// do on its next run (plans, hooks, modules, the state folder, the
+    /// audit log). A module that changes files refuses to change these; see
+    /// [`crate::protected`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected_paths: Vec<ProtectedPath>,
+}
+
+/// One entry of [`HostInfo::protected_paths`].
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProtectedPath {
+    /// Absolute path (it may not exist yet: a plan name discovery would read).
+    pub path: String,
+    /// A folder: everything below it is protected too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub folder: bool,
+    /// Secret (the state folder, token files): not to be read or listed
+    /// either, only to be left alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
 }
 
 impl HostInfo {
@@ -723,7 +743,14 @@ impl HostInfo {
             host_version: host_version.into(),
             state_dir: state_dir.into(),
             plan_file: String::new(),
+            protected_paths: Vec::new(),
         }
+    }
+
+    /// The same facts, with the control-plane set.
+    pub fn with_protected_paths(mut self, protected: Vec<ProtectedPath>) -> Self {
+        self.protected_paths = protected;
+        self
     }
 
     /// The same facts, naming the plan file.

@@ -120,8 +120,22 @@ impl Host {
         };
         let mut reports = Vec::new();
         let mut host = host;
+        // Made before anything writes there, private to this user.
+        let state_dir = host.plan.state_dir();
+        if let Err(e) = crate::plan::state_dir::create(&state_dir) {
+            let mut report = ModuleReport::new("[host] state_dir".into());
+            report.error = Some(format!(
+                "cannot create the state folder {}: {e}",
+                state_dir.display()
+            ));
+            reports.push(report);
+            if !keep_going {
+                return (host, reports);
+            }
+        }
         match crate::pipeline::audit::sink_for(&host.plan.host).and_then(|sink| {
-            sink.map(|s| crate::pipeline::audit::AuditLog::open(s, host.plan.host.audit_inputs))
+            let id = crate::state::config::host_id(&host.plan.host);
+            sink.map(|s| crate::pipeline::audit::AuditLog::open(s, host.plan.host.audit_inputs, &id))
                 .transpose()
         }) {
             Ok(log) => host.audit = log.map(Arc::new),

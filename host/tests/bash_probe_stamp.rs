@@ -29,7 +29,7 @@ fn stamped(text: &str) -> bool {
 }
 
 fn stamp_file(env: &Env) -> std::path::PathBuf {
-    env.path().join(".toolhost/modules/bash/sandbox-probe.stamp")
+    env.state_dir().join("modules/bash/sandbox-probe.stamp")
 }
 
 #[test]

@@ -378,8 +378,11 @@ fn check_reports_every_layer() {
 fn sandbox_required_fails_the_mount_when_a_layer_is_missing() {
     // As an unprivileged user the pids cgroup cannot be made here.
     let w = World::new("rlimits = { processes = 64 }\nsandbox_required = true");
-    for p in [w.env.path(), w.env.plan.as_path()] {
-        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
+    // The folder open to the unprivileged user (its HOME, where its state
+    // folder goes); the plan readable but writable by its owner only, or
+    // the owner check refuses it.
+    for (p, mode) in [(w.env.path(), 0o777), (w.env.plan.as_path(), 0o644)] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(mode)).expect("chmod");
     }
     // The binary and the module copied where the unprivileged user can
     // reach them, wherever the checkout lives.
@@ -507,8 +510,10 @@ fn root_cannot_make_device_nodes_in_the_working_folder() {
 #[test]
 fn the_hosts_state_folder_is_hidden_from_commands() {
     let w = World::new("");
-    // The plan's state folder, beside the plan (inside the working folder
-    // here, so workspace-write would otherwise reach it too).
+    // A state folder the plan names inside the working folder, so
+    // workspace-write would otherwise reach it too.
+    w.env
+        .set_plan(&plan("").replacen("[host]\n", "[host]\nstate_dir = \".toolhost\"\n", 1));
     let state = w.env.path().join(".toolhost");
     std::fs::create_dir_all(&state).expect("state dir");
     std::fs::write(state.join("http-4242.token"), SECRET).expect("token");

@@ -206,10 +206,17 @@ impl Unprivileged {
         .expect("plan");
         std::fs::create_dir(dir.path().join("work")).expect("work");
         std::fs::create_dir(dir.path().join("outside")).expect("outside");
-        for p in ["", "work", "outside", "plan.toml"] {
+        for p in ["", "work", "outside"] {
             std::fs::set_permissions(dir.path().join(p), std::fs::Permissions::from_mode(0o777))
                 .expect("chmod");
         }
+        // Readable by uid 65534, writable by its owner only (the owner
+        // check refuses a plan others can write).
+        std::fs::set_permissions(
+            dir.path().join("plan.toml"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .expect("chmod");
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         for f in ["toolhost", "toolhost-bash-reaper", "libtoolhost_bash.so"] {
             std::fs::set_permissions(bin.join(f), std::fs::Permissions::from_mode(0o755)).expect("chmod");

@@ -170,7 +170,7 @@ fn kill_9_during_writes_and_edits_never_tears_a_file_and_the_next_mount_cleans_u
     let listed = env.call("list_directory", json!({}));
     listed.assert_success();
     let left = temp_files(&project);
-    let markers = env.path().join(".toolhost/modules/filesystem/pending");
+    let markers = env.state_dir().join("modules/filesystem/pending");
     let markers_left = std::fs::read_dir(&markers).map(|d| d.count()).unwrap_or(0);
     eprintln!(
         "kill -9 x{rounds} in {elapsed:?} (write window {window} µs): old kept {old_kept}, new landed {new_landed}, torn 0; temp files seen after kills {temps_left}, after the next mount {}",

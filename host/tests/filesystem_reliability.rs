@@ -144,6 +144,8 @@ fn another_users_file_keeps_its_owner_or_is_not_replaced() {
     ];
     let input: String = calls.iter().map(|c| format!("{c}\n")).collect();
     let mut cmd = lab.env.command();
+    // Its own state folder, where it may create one.
+    cmd.env("XDG_STATE_HOME", lab.root().join("state-65534"));
     cmd.arg("batch").arg("-").uid(nobody).gid(nobody);
     let out = run_with_stdin(cmd, &input);
     let results: Vec<Value> = out

@@ -62,6 +62,16 @@ impl World {
         cmd.output().unwrap()
     }
 
+    /// `toolhost trust` in `cwd`: the plan discovery finds there is trusted.
+    fn trust(&self, cwd: &str) {
+        let out = self.run(cwd, &["trust"], &[]);
+        assert!(
+            out.status.success(),
+            "trust failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// `check`'s "plan:" and "why:" lines, asserting it passed.
     fn check(&self, cwd: &str, args: &[&str], env: &[(&str, &Path)]) -> (String, String) {
         let mut all = args.to_vec();
@@ -154,11 +164,13 @@ fn the_nearest_project_plan_beats_the_users() {
     let world = World::new();
     world.plan("home/.config/toolhost/plan.toml", "user_");
     let outer = world.plan("project/toolhost.toml", "outer_");
+    world.trust("project/src/deep");
     let (plan, why) = world.check("project/src/deep", &[], &[]);
     assert_eq!(plan, outer.display().to_string());
     assert!(why.contains("nearest toolhost.toml"), "{why}");
     assert_prefix(&world.tools("project/src/deep", &[]), "outer_");
     let inner = world.plan("project/src/toolhost.toml", "inner_");
+    world.trust("project/src/deep");
     let (plan, _) = world.check("project/src/deep", &[], &[]);
     assert_eq!(plan, inner.display().to_string());
 }
@@ -259,6 +271,7 @@ fn every_template_init_writes_passes_check() {
 fn a_result_that_cannot_be_written_is_an_error() {
     let world = World::new();
     world.plan("project/toolhost.toml", "");
+    world.trust("project");
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
     let out = world
         .toolhost("project", &["call", "echo", r#"{"message": "hi"}"#])

@@ -169,9 +169,13 @@ fn a_side_effecting_call_is_refused_when_its_record_cannot_be_written() {
         echoed.metadata
     );
 
-    // Once the log can be written again, side-effecting calls run, and the
-    // chain continues from the last stored record.
+    // Still refused after the folder is gone: a swapped log waits for an
+    // operator's SIGHUP (or a restart).
     std::fs::remove_dir(&log).expect("remove the folder");
+    assert!(!call("write_key", json!({"key": "c", "ms": 0})).success);
+    // Once the operator asked for a reopen, side-effecting calls run, and
+    // the chain continues from the last stored record.
+    toolhost::pipeline::audit_file::request_reopen();
     assert!(call("write_key", json!({"key": "c", "ms": 0})).success);
     let text = std::fs::read_to_string(&log).expect("new log");
     let first = &records(&text)[0];

@@ -178,7 +178,7 @@ fn two_processes_racing_on_one_key_execute_once() {
     assert!(results.iter().all(|r| r["success"] == json!(true)), "{results:?}");
     assert_eq!(results.iter().filter(|r| replayed(r)).count(), 1, "{results:?}");
     assert_eq!(runs(env.path()), vec!["race"]);
-    assert!(env.path().join(".toolhost/idempotency.sqlite3").is_file());
+    assert!(env.state_dir().join("idempotency.sqlite3").is_file());
 }
 
 #[test]

@@ -334,7 +334,7 @@ fn idempotent_replay_across_two_processes() {
     assert_eq!(third.status(), "validation_error");
     assert_eq!(third.result["error"]["code"], "idempotency_conflict");
     // The store lives under the plan's state folder.
-    assert!(env.path().join(".toolhost/idempotency.sqlite3").exists());
+    assert!(env.state_dir().join("idempotency.sqlite3").exists());
 }
 
 #[test]

@@ -27,12 +27,19 @@ PLAN = '[host]\ndefault_timeout_secs = 30\n\n[[tools]]\nmodule = "fixture"\n'
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if not BIN.is_file():
         pytest.fail(f"{BIN} is missing: build it first (cargo build --workspace)")
     if not (MODULES / "libtoolhost_fixture.so").is_file():
         pytest.fail(f"the fixture module is missing from {MODULES}: cargo build --workspace")
     (tmp_path / "toolhost.toml").write_text(PLAN)
+    # A discovered plan runs only once trusted: trust it, with the trust
+    # record and the state kept in this test's folder.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    trusted = subprocess.run([str(BIN), "trust"], cwd=tmp_path, env=env(), capture_output=True, text=True)
+    if trusted.returncode != 0:
+        pytest.fail(f"toolhost trust failed: {trusted.stderr}")
     return tmp_path
 
 
@@ -43,6 +50,9 @@ def env(**extra: str) -> dict[str, str]:
         "TOOLHOST_MODULE_PATH": str(MODULES),
         "TERM": "xterm-256color",
     }
+    for key in ("XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        if key in os.environ:
+            base[key] = os.environ[key]
     base.update(extra)
     return base
 

@@ -35,6 +35,7 @@ struct Inner {
     host_version: String,
     session: SessionHooks,
     plan_file: Option<PathBuf>,
+    protected: crate::protected::Protected,
 }
 
 impl Coordinator {
@@ -54,6 +55,7 @@ impl Coordinator {
                 state_dir: non_empty(host.state_dir),
                 host_version: host.host_version,
                 session: SessionHooks::default(),
+                protected: crate::protected::Protected::new(&host.protected_paths),
                 plan_file: non_empty(host.plan_file),
             }),
         }
@@ -114,6 +116,13 @@ impl Coordinator {
     /// (a module running commands hides it from them).
     pub fn plan_file(&self) -> Option<&Path> {
         self.inner.plan_file.as_deref()
+    }
+
+    /// The control plane this module must leave alone (see
+    /// [`crate::protected`]): a module that writes, deletes or runs
+    /// commands checks its paths against it.
+    pub fn protected(&self) -> &crate::protected::Protected {
+        &self.inner.protected
     }
 
     /// The module's name from its manifest.

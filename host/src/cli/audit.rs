@@ -46,6 +46,16 @@ pub(super) fn run(args: &AuditArgs) -> ExitCode {
             report.unchained
         ));
     }
+    match (&report.genesis, report.continues_from) {
+        (Some((host, started)), _) => print_stdout(&format!(
+            "start the log was begun by host {host} at {started} ms since the epoch (its genesis record)"
+        )),
+        (None, None) if report.head.is_some() => print_stdout(
+            "note  the first record carries no genesis (a log begun by an older toolhost): records \
+             before it cannot be told from prepended ones",
+        ),
+        _ => {}
+    }
     if let Some(seq) = report.continues_from {
         print_stdout(&format!(
             "note  the first record is seq {seq}: this file continues an earlier one (rotated); \

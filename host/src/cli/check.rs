@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
-use super::{print_stdout, EXIT_FAILED};
+use super::{print_stdout, EXIT_FAILED, EXIT_USAGE};
 use crate::host::Host;
-use crate::plan::{Origin, Plan};
+use crate::plan::{Origin, Plan, TrustState};
 
-pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
+pub(super) fn run(plan: Plan, origin: &Origin, trust: &TrustState) -> ExitCode {
     let file = match origin {
         Origin::BuiltIn => "built-in default plan (mount-plans/default.toml)".to_string(),
         _ => plan.file.display().to_string(),
@@ -16,11 +16,18 @@ pub(super) fn run(plan: Plan, origin: &Origin) -> ExitCode {
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     let working_dir = plan.working_dir.display().to_string();
-    let (host, reports) = Host::load(plan, true);
     line(&format!("plan: {file}"));
     line(&format!("why: {why}"));
+    line(&format!("trust: {}", trust.describe()));
     line(&format!("working_dir: {working_dir}"));
     line(&format!("module_path: {module_path}"));
+    if let TrustState::Untrusted(what) = trust {
+        // Loading would run its hooks' and servers' programs: nothing of
+        // an untrusted plan runs, `check` included.
+        eprintln!("error: {}", crate::plan::trust::refusal(&plan.file, what));
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let (host, reports) = Host::load(plan, true);
     let mut failed = 0;
     for report in &reports {
         match (&report.error, &report.loaded) {

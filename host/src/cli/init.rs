@@ -62,8 +62,21 @@ pub(super) fn run(args: &InitArgs) -> ExitCode {
         eprintln!("error: cannot write {PROJECT_FILE}: {e}");
         return ExitCode::from(EXIT_FAILED);
     }
+    // What init wrote is what the user asked for: trusted as written.
+    let trusted = std::path::absolute(PROJECT_FILE)
+        .map_err(|e| e.to_string())
+        .and_then(|file| {
+            let plan = crate::plan::Plan::parse(&text, &file).map_err(|e| e.to_string())?;
+            crate::plan::trust::store(&crate::plan::trust::expected(&plan, text.as_bytes()))
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = trusted {
+        eprintln!(
+            "warning: cannot record trust for {PROJECT_FILE} ({e}); run `toolhost trust` before using it"
+        );
+    }
     println!(
-        "wrote {PROJECT_FILE} from the '{}' plan; run `toolhost check` to load it",
+        "wrote {PROJECT_FILE} from the '{}' plan (trusted as written); run `toolhost check` to load it",
         args.template
     );
     ExitCode::SUCCESS

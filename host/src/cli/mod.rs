@@ -16,6 +16,7 @@ mod list;
 pub mod output;
 mod pin;
 mod serve;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,6 +76,8 @@ enum Command {
     /// Record the plan's MCP tool definitions in toolhost.lock (showing
     /// what changed); with a lock, changed or new tools are not served.
     Pin,
+    /// Trust the plan discovery finds here, as it is now (`--show`: review).
+    Trust(trust::TrustArgs),
     /// Internal: an isolated module's worker process (started by the host).
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -143,8 +146,8 @@ async fn run(cli: Cli) -> ExitCode {
     if let Command::Audit(args) = &cli.command {
         return audit::run(args);
     }
-    let (plan, origin) = match crate::plan::discover(cli.plan.as_deref()) {
-        Ok(found) => (found.plan, found.origin),
+    let found = match crate::plan::discover(cli.plan.as_deref()) {
+        Ok(found) => found,
         Err(message) => {
             eprintln!("error: {message}");
             return ExitCode::from(match cli.command {
@@ -153,8 +156,16 @@ async fn run(cli: Cli) -> ExitCode {
             });
         }
     };
+    if let Command::Trust(args) = &cli.command {
+        return trust::run(args, &found);
+    }
+    let (mut plan, origin) = (found.plan, found.origin);
     if let Command::Check = cli.command {
-        return check::run(plan, &origin);
+        return check::run(plan, &origin, &found.trust);
+    }
+    if let crate::plan::TrustState::Untrusted(what) = &found.trust {
+        eprintln!("error: {}", crate::plan::trust::refusal(&plan.file, what));
+        return ExitCode::from(EXIT_USAGE);
     }
     if let Command::Pin = cli.command {
         return pin::run(plan);
@@ -164,6 +175,7 @@ async fn run(cli: Cli) -> ExitCode {
             eprintln!("error: {message}");
             return ExitCode::from(EXIT_USAGE);
         }
+        plan.secret_files.extend(args.token_file());
     }
     let host = match Host::open(plan) {
         Ok(host) => Arc::new(host),
@@ -178,7 +190,9 @@ async fn run(cli: Cli) -> ExitCode {
     watch_signals(shutdown.clone(), signal.clone());
 
     let code = match cli.command {
-        Command::Check | Command::Init(_) | Command::Audit(_) | Command::Pin => unreachable_check(),
+        Command::Check | Command::Init(_) | Command::Audit(_) | Command::Pin | Command::Trust(_) => {
+            unreachable_check()
+        }
         Command::List { json } => list::run(&host, json),
         Command::Describe { tool } => describe::run(&host, &tool),
         Command::Call(args) => call::run(host.clone(), shutdown.clone(), args).await,

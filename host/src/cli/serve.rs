@@ -63,6 +63,14 @@ pub(super) struct ServeArgs {
     toolset: Option<String>,
 }
 
+impl ServeArgs {
+    /// The file a generated token goes to, when given (protected like the
+    /// state folder).
+    pub(super) fn token_file(&self) -> Option<PathBuf> {
+        self.token_file.clone()
+    }
+}
+
 /// Why `serve` did not start or ended in error.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum ServeFailed {

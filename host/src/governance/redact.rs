@@ -330,12 +330,15 @@ impl Redactor {
         }))
     }
 
-    /// Redacts a result's output, error message and details, text content
-    /// blocks and the tool's metadata; records the counts in
+    /// Redacts a result's output and structured data, error message and
+    /// details, text content blocks and the tool's metadata; records the counts in
     /// `metadata.redactions`.
     pub fn redact_result(&self, result: &mut ToolResult) {
         let mut counts = BTreeMap::new();
         self.redact_value(&mut result.output, &mut counts);
+        if let Some(structured) = result.structured.as_mut() {
+            self.redact_value(structured, &mut counts);
+        }
         self.redact_map(&mut result.metadata.extra, &mut counts);
         if let Some(error) = result.error.as_mut() {
             if let Some(clean) = self.redact_str(&error.message, &mut counts) {

@@ -193,7 +193,8 @@ pub(crate) fn envelope(entry: &ModuleEntry, plan: &Plan, module_name: &str) -> R
                 .join(module_name)
                 .to_string_lossy(),
         )
-        .with_plan_file(plan_file(plan)),
+        .with_plan_file(plan_file(plan))
+        .with_protected_paths(crate::plan::control_plane::protected_paths(plan)),
     );
     serde_json::to_string(&envelope).map_err(|e| ModuleError::Mount {
         label: entry.label(),

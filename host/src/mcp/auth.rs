@@ -12,7 +12,7 @@
 use std::convert::Infallible;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -115,6 +115,15 @@ fn write_private(file: &Path, token: &str) -> Result<(), TokenError> {
             .mode(0o700)
             .create(dir)
             .map_err(fail)?;
+        // The folder itself, not a link planted in its place, and this
+        // user's: else another user could read or swap the token.
+        let meta = std::fs::symlink_metadata(dir).map_err(fail)?;
+        if !meta.is_dir() || meta.uid() != crate::plan::trust::current_uid() {
+            return Err(fail(std::io::Error::other(format!(
+                "{} is not a folder owned by this user (a link, or another user's); remove it or pass --token-file",
+                dir.display()
+            ))));
+        }
     }
     let mut temp = file.as_os_str().to_owned();
     temp.push(format!(".{}.tmp", std::process::id()));
@@ -124,6 +133,7 @@ fn write_private(file: &Path, token: &str) -> Result<(), TokenError> {
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&temp)
         .map_err(fail)?;
     out.write_all(token.as_bytes())

@@ -52,6 +52,8 @@ pub struct AuditLog {
 /// The sink and where the chain stands.
 struct Chain {
     sink: Box<dyn AuditSink>,
+    /// Carried by the chain's first record (seq 0).
+    genesis: Genesis,
     /// SHA-256 of the last stored line.
     prev: String,
     /// `seq` of the next record.
@@ -127,8 +129,38 @@ pub struct AuditRecord<'a> {
 struct Linked<'a, R: Serialize> {
     seq: u64,
     prev_sha256: &'a str,
+    /// On the first record of a chain only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    genesis: Option<&'a Genesis>,
     #[serde(flatten)]
     record: &'a R,
+}
+
+/// What the first record of a chain (seq 0) carries: which host began the
+/// log and when. `audit verify` treats that record as the start: anything
+/// before it was put there by someone else.
+#[derive(Serialize, Debug, Clone)]
+pub struct Genesis {
+    /// The host's id (`[host] host_id`, default the machine's name).
+    pub host: String,
+    /// When this host process started, ms since the Unix epoch.
+    pub started_unix_ms: u128,
+    /// Its process id.
+    pub pid: u32,
+    /// The toolhost version that began the chain.
+    pub toolhost_version: &'static str,
+}
+
+impl Genesis {
+    /// The genesis of a chain begun now by `host`.
+    pub fn now(host: &str) -> Genesis {
+        Genesis {
+            host: host.to_string(),
+            started_unix_ms: now_ms(),
+            pid: std::process::id(),
+            toolhost_version: env!("CARGO_PKG_VERSION"),
+        }
+    }
 }
 
 /// The record a host writes right after the torn fragment a killed writer
@@ -152,8 +184,9 @@ pub const RESTART_EVENT: &str = "restart_after_torn_line";
 
 impl AuditLog {
     /// A log over `sink`, continuing the chain from the sink's last record
-    /// (a restarted host links to what the previous one wrote).
-    pub fn open(sink: Box<dyn AuditSink>, raw_inputs: bool) -> Result<AuditLog, AuditSinkError> {
+    /// (a restarted host links to what the previous one wrote); a new chain
+    /// begins with a record naming `host` and this start ([`Genesis`]).
+    pub fn open(sink: Box<dyn AuditSink>, raw_inputs: bool, host: &str) -> Result<AuditLog, AuditSinkError> {
         let (prev, next_seq) = match sink.last()? {
             Some(line) => {
                 let seq = serde_json::from_str::<Value>(&line)
@@ -165,7 +198,12 @@ impl AuditLog {
             None => (GENESIS.to_string(), 0),
         };
         Ok(AuditLog {
-            chain: Mutex::new(Chain { sink, prev, next_seq }),
+            chain: Mutex::new(Chain {
+                sink,
+                genesis: Genesis::now(host),
+                prev,
+                next_seq,
+            }),
             raw_inputs,
         })
     }
@@ -211,6 +249,7 @@ impl Chain {
         let linked = Linked {
             seq: self.next_seq,
             prev_sha256: &self.prev,
+            genesis: (self.next_seq == 0).then_some(&self.genesis),
             record,
         };
         serde_json::to_string(&linked)

@@ -7,10 +7,18 @@
 //! path when they differ or the path is gone, so no record goes to a renamed
 //! or deleted file; SIGHUP ([`request_reopen`]) forces a reopen as well,
 //! for rotation schemes that copy and truncate.
+//!
+//! The log is never reached through a link: every open uses `O_NOFOLLOW`,
+//! and the file must be a regular file owned by this user with one name
+//! (a hard link could be another name of any of the user's files). A path
+//! that now names something else (a symlink, a folder, a file of another
+//! owner or with several names) is a swap, not a rotation: the sink stops
+//! storing records, so side-effecting calls fail `audit_unavailable`, until
+//! an operator restores the path and sends SIGHUP (or restarts the host).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -41,6 +49,8 @@ struct Open {
     torn: Option<Torn>,
     /// The file ends in a whole record without its newline.
     needs_newline: bool,
+    /// The path was found swapped (why): nothing is stored until SIGHUP.
+    swapped: Option<String>,
 }
 
 impl FileSink {
@@ -67,16 +77,30 @@ impl FileSink {
         io(&self.path, source)
     }
 
-    /// The open file, reopened first when the path now names another file
-    /// (rotated), is gone, or SIGHUP asked for it.
+    /// The open file, reopened first when the path names a new regular file
+    /// (rotated), is gone, or SIGHUP asked for it. A path swapped for
+    /// something else refuses every record from then until SIGHUP.
     fn current<'a>(&self, open: &'a mut Open) -> Result<&'a mut Open, AuditSinkError> {
         let forced = REOPEN.swap(false, Ordering::SeqCst);
-        let moved = match std::fs::metadata(&self.path) {
-            Ok(meta) => (meta.dev(), meta.ino()) != open.id,
+        if let (Some(why), false) = (&open.swapped, forced) {
+            return Err(swapped_error(&self.path, why));
+        }
+        let moved = match std::fs::symlink_metadata(&self.path) {
+            Ok(meta) if (meta.dev(), meta.ino()) == open.id => false,
+            Ok(meta) => {
+                if let Some(why) = unsafe_kind(&meta) {
+                    tracing::error!(log = %self.path.display(), "the audit log path was swapped: {why}");
+                    open.swapped = Some(why.clone());
+                    return Err(swapped_error(&self.path, &why));
+                }
+                true
+            }
             Err(_) => true,
         };
         if forced || moved {
-            *open = open_path(&self.path)?;
+            *open = open_path(&self.path).inspect_err(|e| {
+                tracing::error!(log = %self.path.display(), "the audit log cannot be reopened: {e}");
+            })?;
             tracing::info!(log = %self.path.display(), "audit log reopened (rotated or SIGHUP)");
         }
         Ok(open)
@@ -163,33 +187,83 @@ fn io(path: &Path, source: std::io::Error) -> AuditSinkError {
     }
 }
 
-/// Opens `path` for appending after checking it is (or will be) a regular
-/// file, and closes a torn last line.
+/// Why a file at the log's path must not be written, if it must not: a
+/// link, not a regular file, another owner, or more than one name.
+fn unsafe_kind(meta: &std::fs::Metadata) -> Option<String> {
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Some("it is a symbolic link (records would go wherever it points)".into());
+    }
+    if kind.is_dir() {
+        return Some("it is a folder".into());
+    }
+    if !kind.is_file() {
+        return Some("it is not a regular file".into());
+    }
+    let me = crate::plan::trust::current_uid();
+    if meta.uid() != me {
+        return Some(format!(
+            "it is owned by uid {}, not by this user (uid {me})",
+            meta.uid()
+        ));
+    }
+    if meta.nlink() > 1 {
+        return Some(format!(
+            "it has {} names (a hard link: records would go into another file too)",
+            meta.nlink()
+        ));
+    }
+    None
+}
+
+/// The error of a swapped log, saying what an operator does about it.
+fn swapped_error(path: &Path, why: &str) -> AuditSinkError {
+    AuditSinkError::Unavailable(format!(
+        "the audit log {} is no longer the file toolhost opened: {why}. No record is written there \
+         and side-effecting calls are refused until an operator restores it (move the replacement \
+         away so the path is a regular file of this user, or nothing) and sends SIGHUP to toolhost, \
+         or restarts it",
+        path.display()
+    ))
+}
+
+/// Opens `path` for appending (creating it, never through a link) after
+/// checking it is, or will be, a regular file of this user with one name,
+/// and closes a torn last line.
 fn open_path(path: &Path) -> Result<Open, AuditSinkError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| io(path, e))?;
     }
-    if let Ok(meta) = std::fs::metadata(path) {
-        if !meta.is_file() {
-            let what = if meta.is_dir() {
-                "a folder"
-            } else {
-                "not a regular file"
-            };
-            return Err(io(
-                path,
-                std::io::Error::other(format!(
-                    "it is {what}; an audit log must be a regular file so records can be appended and rotated"
-                )),
-            ));
+    let refuse = |why: String| {
+        io(
+            path,
+            std::io::Error::other(format!(
+                "{why}; an audit log must be a regular file of this user so records can be appended and rotated"
+            )),
+        )
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if let Some(why) = unsafe_kind(&meta) {
+            return Err(refuse(why));
         }
     }
     let file = OpenOptions::new()
         .create(true)
         .append(true)
         .read(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| io(path, e))?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refuse("it is a symbolic link".into()),
+            _ => io(path, e),
+        })?;
+    // What was opened is what is checked: a swap between the look above
+    // and the open is caught here.
+    let meta = file.metadata().map_err(|e| io(path, e))?;
+    if let Some(why) = unsafe_kind(&meta) {
+        return Err(refuse(why));
+    }
     let (torn, needs_newline) = tail_state(&file).map_err(|e| io(path, e))?;
     if let Some(torn) = &torn {
         tracing::warn!(
@@ -198,12 +272,12 @@ fn open_path(path: &Path) -> Result<Open, AuditSinkError> {
             "the audit log ends in a torn record (a process was killed while writing it); the next record is preceded by a restart record naming it"
         );
     }
-    let meta = file.metadata().map_err(|e| io(path, e))?;
     Ok(Open {
         file,
         id: (meta.dev(), meta.ino()),
         torn,
         needs_newline,
+        swapped: None,
     })
 }
 

@@ -21,6 +21,14 @@
 //! torn-write excuse. (Logs written before the restart record existed, whose
 //! torn lines are followed by an ordinary record, fail here.)
 //!
+//! The start: a chain's first record (seq 0) carries `genesis`, naming the
+//! host that began the log and when. A first record that links to the
+//! genesis hash starts the log, so any line before it was prepended (a
+//! forged record there would otherwise pass with the same head) and is
+//! reported. Only a chain continuing records an older toolhost wrote
+//! without links may follow other lines, and then its first record links to
+//! the last of them. A `genesis` anywhere but on seq 0 is reported too.
+//!
 //! The PostgreSQL sink stores each record as one row in one committed
 //! statement: its lines are whole or absent, never torn, so an export of
 //! its rows in `seq` order must verify with no torn line at all.
@@ -57,6 +65,10 @@ pub struct Report {
     pub continues_from: Option<u64>,
     /// The first broken link: `file:line: what`.
     pub broken: Option<String>,
+    /// The genesis the chain's first record carries: (host, started ms
+    /// since the epoch); `None` when the first record carries none (a log
+    /// an older toolhost began, or a file continuing a rotated one).
+    pub genesis: Option<(String, u64)>,
     /// SHA-256 of the last unchained record: a log an older toolhost began
     /// is continued with seq 0 linking to it.
     last_unchained: Option<String>,
@@ -158,6 +170,13 @@ pub fn verify_text(name: &str, text: &[u8], report: &mut Report) {
             continue;
         };
         let sha = sha256_hex(line);
+        let genesis = record.get("genesis");
+        if genesis.is_some() && (seq != 0 || report.head.is_some()) {
+            report.broken = Some(format!(
+                "{at}: a genesis record (a chain's start) in the middle of the chain: inserted by hand"
+            ));
+            return;
+        }
         match &report.head {
             None => {
                 let after_unchained = report.last_unchained.as_deref() == Some(prev);
@@ -167,6 +186,26 @@ pub fn verify_text(name: &str, text: &[u8], report: &mut Report) {
                          record before it; it links to {prev}"
                     ));
                     return;
+                }
+                // Lines of this file before it, and unchained records of
+                // earlier files.
+                let before = i;
+                if seq == 0 && prev == GENESIS && (before > 0 || report.unchained > 0) {
+                    report.broken = Some(format!(
+                        "{at}: {} line(s) before the genesis record (seq 0, which starts the log{}): \
+                         records before the start were prepended by someone else",
+                        before.max(report.unchained as usize),
+                        genesis_note(genesis)
+                    ));
+                    return;
+                }
+                if seq == 0 {
+                    report.genesis = genesis.map(|g| {
+                        (
+                            g["host"].as_str().unwrap_or("?").to_string(),
+                            g["started_unix_ms"].as_u64().unwrap_or(0),
+                        )
+                    });
                 }
                 if seq > 0 {
                     report.continues_from = Some(seq);
@@ -187,6 +226,14 @@ pub fn verify_text(name: &str, text: &[u8], report: &mut Report) {
     if let Some(torn) = fragment {
         report.torn.push(torn.at);
     }
+}
+
+/// `, begun by HOST` for a genesis that names its host.
+fn genesis_note(genesis: Option<&Value>) -> String {
+    genesis
+        .and_then(|g| g["host"].as_str())
+        .map(|h| format!(", begun by host {h}"))
+        .unwrap_or_default()
 }
 
 /// The finding for a line that is not a record where no crash leaves one.
@@ -265,6 +312,44 @@ mod tests {
         swapped.swap(1, 2);
         let broken = check(&swapped).broken.expect("reorder found");
         assert!(broken.starts_with("log:2: seq jumps"), "{broken}");
+    }
+
+    #[test]
+    fn a_record_prepended_before_the_genesis_is_found() {
+        let mut prev = GENESIS.to_string();
+        let mut lines = Vec::new();
+        for seq in 0..3u64 {
+            let genesis = if seq == 0 {
+                r#","genesis":{"host":"h1","started_unix_ms":5}"#
+            } else {
+                ""
+            };
+            let line = format!(r#"{{"seq":{seq},"prev_sha256":"{prev}"{genesis},"tool":"t"}}"#);
+            prev = sha256_hex(line.as_bytes());
+            lines.push(line);
+        }
+        let ok = check(&lines);
+        assert_eq!(ok.broken, None);
+        assert_eq!(ok.genesis, Some(("h1".to_string(), 5)));
+        // An unchained record put before the start: same head, but found.
+        let mut forged = lines.clone();
+        forged.insert(
+            0,
+            r#"{"call_id":"x","tool":"delete_file","status":"success"}"#.into(),
+        );
+        let broken = check(&forged).broken.expect("prepended record found");
+        assert!(
+            broken.starts_with("log:2: 1 line(s) before the genesis record"),
+            "{broken}"
+        );
+        // A second genesis inside the chain.
+        let mut twice = lines.clone();
+        twice[2] = twice[2].replace(r#""tool":"t""#, r#""genesis":{"host":"h2"},"tool":"t""#);
+        let broken = check(&twice).broken.expect("inner genesis found");
+        assert!(
+            broken.contains("genesis record (a chain's start) in the middle"),
+            "{broken}"
+        );
     }
 
     #[test]

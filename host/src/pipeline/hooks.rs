@@ -38,6 +38,8 @@ const STDERR_TAIL_BYTES: usize = 2048;
 pub struct Hooks {
     hooks: Vec<(HookEntry, GlobMatcher)>,
     plan_dir: PathBuf,
+    /// SHA-256 of each hook file as loaded (and trusted): see [`Plan::pins`].
+    pins: std::collections::BTreeMap<PathBuf, String>,
 }
 
 /// Why a hook failed (its `on_failure` policy then allows or denies the
@@ -78,6 +80,29 @@ pub enum HookError {
     /// `modify` without the part to modify.
     #[error("answered modify without an `{0}`")]
     ModifyWithout(&'static str),
+    /// A file of the hook (its program or a script it names) is not what
+    /// was loaded and trusted: it is not run, whatever `on_failure` says.
+    #[error(
+        "hash mismatch: {} changed since the plan was loaded (sha256 {expected}, now {found}); \
+         it was not run. Review the change, then restart toolhost (a discovered plan needs \
+         `toolhost trust` again)",
+        file.display()
+    )]
+    Changed {
+        /// The file.
+        file: PathBuf,
+        /// Its hash at load.
+        expected: String,
+        /// Its hash now.
+        found: String,
+    },
+}
+
+impl HookError {
+    /// Whether the call is refused whatever the hook's `on_failure` says.
+    fn fails_closed(&self) -> bool {
+        matches!(self, HookError::Changed { .. })
+    }
 }
 
 #[derive(Deserialize)]
@@ -111,6 +136,7 @@ impl Hooks {
         Hooks {
             hooks,
             plan_dir: plan.file.parent().map(Path::to_path_buf).unwrap_or_default(),
+            pins: plan.pins.clone(),
         }
     }
 
@@ -155,7 +181,7 @@ impl Hooks {
                         }
                     },
                 },
-                Err(why) if hook.on_failure == HookFailure::Allow => {
+                Err(why) if hook.on_failure == HookFailure::Allow && !why.fails_closed() => {
                     tracing::warn!(hook = ?hook.command, tool = tool.name(), "hook failed, allowed by on_failure: {why}");
                 }
                 Err(why) => return Err(hook_failed(tool, id, hook, &why)),
@@ -181,13 +207,36 @@ impl Hooks {
                         None => return hook_failed(tool, &id, hook, &HookError::ModifyWithout("output")),
                     },
                 },
-                Err(why) if hook.on_failure == HookFailure::Allow => {
+                Err(why) if hook.on_failure == HookFailure::Allow && !why.fails_closed() => {
                     tracing::warn!(hook = ?hook.command, tool = tool.name(), "post hook failed, allowed by on_failure: {why}");
                 }
                 Err(why) => return hook_failed(tool, &id, hook, &why),
             }
         }
         result
+    }
+
+    /// Checks the hook's pinned files (program, scripts it names) against
+    /// their hashes at load: a script rewritten since (by a tool the agent
+    /// ran) is never executed.
+    fn verify_pins(&self, hook: &HookEntry) -> Result<(), HookError> {
+        let dir = crate::plan::normalize(&std::path::absolute(&self.plan_dir).unwrap_or_default());
+        for word in hook.command.iter().filter(|w| w.contains('/')) {
+            let file = crate::plan::normalize(&dir.join(word));
+            let Some(expected) = self.pins.get(&file) else {
+                continue;
+            };
+            let found = crate::plan::trust::file_sha256(&file)
+                .unwrap_or_else(|_| crate::plan::trust::MISSING.to_string());
+            if &found != expected {
+                return Err(HookError::Changed {
+                    file,
+                    expected: expected.clone(),
+                    found,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Runs one hook process with the event on stdin, under its timeout.
@@ -200,6 +249,7 @@ impl Hooks {
                 p.to_path_buf()
             }
         };
+        self.verify_pins(hook)?;
         let mut child = tokio::process::Command::new(&program)
             .args(&hook.command[1..])
             .stdin(Stdio::piped())

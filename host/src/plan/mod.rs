@@ -4,6 +4,7 @@
 //! Every key the host does not know is an error with file, line and column;
 //! relative paths resolve against the plan file's folder.
 
+pub mod control_plane;
 mod discover;
 mod entry_error;
 mod env_expand;
@@ -12,12 +13,16 @@ mod mcp_error;
 mod props;
 mod ready;
 mod schema;
+pub mod state_dir;
+pub mod trust;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-pub use discover::{discover, user_plan_file, Discovered, Origin, BUILT_IN_NAME, PROJECT_FILE};
+pub use discover::{
+    discover, user_config_dir, user_plan_file, Discovered, Origin, BUILT_IN_NAME, PROJECT_FILE,
+};
 pub use entry_error::{HookEntryProblem, ToolEntryProblem};
 pub use env_expand::ExpandError;
 pub use mcp_error::McpTableError;
@@ -26,6 +31,7 @@ pub use schema::{
     Decision, HookEntry, HookEvent, HookFailure, HostSection, IdempotencyTtl, Isolation, McpSource,
     PolicySection, ToolDiscovery, ToolRule, ToolsEntry,
 };
+pub use trust::TrustState;
 
 /// A plan ready to load: parsed, checked, with paths made absolute.
 #[derive(Debug, Clone)]
@@ -53,6 +59,13 @@ pub struct Plan {
     pub governance: crate::governance::Governance,
     /// `[[toolsets]]`, parsed.
     pub toolsets: Vec<crate::surface::toolsets::Toolset>,
+    /// Secret files outside the state folder (a `serve --token-file`),
+    /// protected like the state folder; see [`control_plane`].
+    pub secret_files: Vec<PathBuf>,
+    /// SHA-256 of each [pinned file](control_plane::pinned_files) as it
+    /// was when the plan was loaded (and trusted): a hook whose program
+    /// changed since is refused at run time.
+    pub pins: std::collections::BTreeMap<PathBuf, String>,
 }
 
 /// One `[[tools]]` entry, ready to load.
@@ -420,7 +433,7 @@ impl Plan {
             file: file.to_path_buf(),
             error,
         })?;
-        Ok(Plan {
+        let mut plan = Plan {
             file: file.to_path_buf(),
             host,
             working_dir,
@@ -431,20 +444,44 @@ impl Plan {
             alias_profiles: raw.alias_profiles,
             governance,
             toolsets,
-        })
+            secret_files: Vec::new(),
+            pins: Default::default(),
+        };
+        plan.pin_files();
+        Ok(plan)
     }
 
-    /// The folder for state (idempotency store, scratch): `host.state_dir`,
-    /// or `.toolhost` beside the plan.
+    /// The folder for state (idempotency store, tokens, module scratch):
+    /// `host.state_dir`, else the user's state folder for this plan
+    /// (see [`state_dir::default_for`]), outside the workspace.
     pub fn state_dir(&self) -> PathBuf {
         match &self.host.state_dir {
             Some(dir) => PathBuf::from(dir),
-            None => self
-                .file
-                .parent()
-                .map(|p| p.join(".toolhost"))
-                .unwrap_or_else(|| PathBuf::from(".toolhost")),
+            None => state_dir::default_for(&self.file),
         }
+    }
+
+    /// The plan's folder (absolute).
+    pub fn dir(&self) -> PathBuf {
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        normalize(&std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()))
+    }
+
+    /// Hashes the [pinned files](control_plane::pinned_files) into
+    /// [`Plan::pins`]; a file that cannot be read is pinned as missing.
+    pub fn pin_files(&mut self) {
+        self.pins = control_plane::pinned_files(self)
+            .into_iter()
+            .map(|file| {
+                let hash = trust::file_sha256(&file).unwrap_or_else(|_| trust::MISSING.to_string());
+                (file, hash)
+            })
+            .collect();
     }
 }
 

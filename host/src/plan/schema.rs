@@ -47,7 +47,8 @@ pub struct HostSection {
     pub module_path: Vec<String>,
     /// JSONL audit log, one record per call.
     pub audit_log: Option<String>,
-    /// Folder for host state (default: `.toolhost` beside the plan).
+    /// Folder for host state (default: `$XDG_STATE_HOME/toolhost/<project id>`,
+    /// outside the workspace; see `plan::state_dir`).
     pub state_dir: Option<String>,
     /// How long a cancelled tool may take to stop before it is abandoned.
     #[serde(default = "default_cancel_grace_ms")]

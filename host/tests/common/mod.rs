@@ -15,6 +15,7 @@ pub mod pdf;
 pub mod procs;
 pub mod rss;
 pub mod serve;
+pub mod users;
 
 /// The folder holding the `toolhost` binary and the module libraries.
 pub fn target_dir() -> PathBuf {
@@ -39,6 +40,9 @@ pub struct Env {
     pub dir: tempfile::TempDir,
     /// The plan file.
     pub plan: PathBuf,
+    /// `$XDG_STATE_HOME` of every run: the host's state folder lands in it,
+    /// outside the working folder and apart from other tests.
+    pub state_home: tempfile::TempDir,
 }
 
 impl Env {
@@ -49,12 +53,34 @@ impl Env {
         let dir = tempfile::tempdir().expect("temp dir");
         let plan_path = dir.path().join("plan.toml");
         std::fs::write(&plan_path, plan).expect("write plan");
-        Env { dir, plan: plan_path }
+        let state_home = tempfile::tempdir().expect("temp dir");
+        Env {
+            dir,
+            plan: plan_path,
+            state_home,
+        }
     }
 
     /// The folder.
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The host's state folder (`$XDG_STATE_HOME/toolhost/<project id>`),
+    /// which the first run made: there is exactly one.
+    pub fn state_dir(&self) -> PathBuf {
+        let base = self.state_home.path().join("toolhost");
+        let found: Vec<PathBuf> = std::fs::read_dir(&base)
+            .unwrap_or_else(|e| panic!("no state folder under {}: {e}", base.display()))
+            .map(|e| e.expect("state entry").path())
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "one state folder under {}: {found:?}",
+            base.display()
+        );
+        found[0].clone()
     }
 
     /// Rewrites the plan.
@@ -70,6 +96,7 @@ impl Env {
             .current_dir(self.dir.path())
             .env("TOOLHOST_MODULE_PATH", target_dir())
             .env("RUST_LOG", "info")
+            .env("XDG_STATE_HOME", self.state_home.path())
             .env_remove("TOOLHOST_PLAN")
             .env_remove("RUST_BACKTRACE")
             .stdin(Stdio::null());
@@ -245,8 +272,10 @@ impl InProcess {
     pub fn bash(config: &str) -> InProcess {
         module_file("toolhost_bash");
         let folder = tempfile::tempdir().expect("tempdir");
+        // A state folder named by the plan, inside its folder: tests look
+        // into it, and it is removed with the folder.
         let text = InProcess::text(
-            "working_dir = \".\"",
+            "working_dir = \".\"\nstate_dir = \".toolhost\"",
             &format!("[[tools]]\nmodule = \"bash\"\n[tools.config]\n{config}\n"),
         );
         let file = folder.path().join("plan.toml");

@@ -52,6 +52,7 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
         coordinator.state_dir(),
         coordinator.working_dir(),
         coordinator.plan_file(),
+        coordinator.protected(),
     )
     .map_err(MountError::new)?;
     if let Err(e) = report_sandbox(coordinator, &module) {

@@ -72,6 +72,7 @@ impl Module {
         state_dir: Option<&Path>,
         working_dir: &Path,
         plan_file: Option<&Path>,
+        protected: &toolhost_core::protected::Protected,
     ) -> Result<Module, SetupError> {
         // Every command starts under the reaper program: without it no call
         // could run, so the mount says so now.
@@ -111,6 +112,7 @@ impl Module {
                 shell: &config.shell,
                 host_state_dir: host_state_dir.as_deref(),
                 plan_file,
+                protected,
                 // With sandbox_required the mount itself must fail when a
                 // layer is missing, so it always probes.
                 probe_stamp: state_dir.filter(|_| !config.sandbox_required).map(|d| {

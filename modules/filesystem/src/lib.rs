@@ -43,8 +43,13 @@ toolhost_core::export_module! {
 
 /// Compiles the policy and registers every tool.
 pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, MountError> {
-    let state = build_state_in(coordinator.working_dir(), config, coordinator.state_dir())
-        .map_err(MountError::new)?;
+    let state = build_state_with(
+        coordinator.working_dir(),
+        config,
+        coordinator.state_dir(),
+        coordinator.protected().clone(),
+    )
+    .map_err(MountError::new)?;
     let swept = state.pending.sweep(&state.policy);
     if swept.removed > 0 {
         coordinator.log(
@@ -93,7 +98,18 @@ pub fn build_state_in(
     config: Config,
     state_dir: Option<&std::path::Path>,
 ) -> Result<state::State, policy::PolicyError> {
-    let policy = policy::Policy::new(&config, working_dir)?;
+    build_state_with(working_dir, config, state_dir, Default::default())
+}
+
+/// [`build_state_in`] with the host's control plane, which no tool may
+/// change (and whose secret part no tool may read).
+pub fn build_state_with(
+    working_dir: &std::path::Path,
+    config: Config,
+    state_dir: Option<&std::path::Path>,
+    protected: toolhost_core::protected::Protected,
+) -> Result<state::State, policy::PolicyError> {
+    let policy = policy::Policy::new(&config, working_dir)?.with_protected(protected);
     Ok(Arc::new(Shared {
         policy,
         config,

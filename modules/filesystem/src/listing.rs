@@ -125,7 +125,7 @@ impl Walk<'_, '_, '_> {
             }
             let below = self.origin.below_root.join(prefix).join(&name);
             let abs = self.origin.real.join(prefix).join(&name);
-            if self.origin.policy.walk_denied(&abs, &below) {
+            if self.origin.policy.walk_denied(&abs, &below) || self.origin.policy.walk_secret(&abs) {
                 continue;
             }
             let (kind, size, refused_link) =

@@ -5,6 +5,7 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ignore::WalkBuilder;
@@ -30,6 +31,9 @@ pub struct Scope {
     pub root_fd: Arc<RootFd>,
     /// The opened base itself.
     pub handle: ReadHandle,
+    /// Entries the walk left out because they are toolhost's state (the
+    /// state folder, token files), counted for the caller's note.
+    pub secret_skipped: Arc<AtomicUsize>,
 }
 
 impl Scope {
@@ -57,7 +61,18 @@ impl Scope {
             root_real,
             root_fd,
             handle,
+            secret_skipped: Arc::default(),
         })
+    }
+
+    /// A note on the entries left out as toolhost's state, or nothing.
+    pub fn secret_note(&self) -> String {
+        match self.secret_skipped.load(Ordering::Relaxed) {
+            0 => String::new(),
+            n => format!(
+                "[{n} entr(y/ies) skipped: toolhost's state (tokens, stores), which tools cannot read]\n"
+            ),
+        }
     }
 
     /// Whether the base is a folder.
@@ -100,8 +115,13 @@ impl Scope {
             .require_git(false);
         let state = state.clone();
         let root = self.root_real.clone();
+        let secret = self.secret_skipped.clone();
         builder.filter_entry(move |entry| {
             if entry.file_name() == ".git" && entry.file_type().is_some_and(|t| t.is_dir()) {
+                return false;
+            }
+            if state.policy.walk_secret(entry.path()) {
+                secret.fetch_add(1, Ordering::Relaxed);
                 return false;
             }
             match entry.path().strip_prefix(&root) {

@@ -125,7 +125,7 @@ pub const FD_COUNT: usize = 7;
 pub const MAX_HIDDEN: usize = 32;
 
 /// Most files bound read-only over themselves.
-pub const MAX_READ_ONLY: usize = 4;
+pub const MAX_READ_ONLY: usize = 32;
 
 /// Signals the reaper ignores, so that a terminal's or a process group's
 /// signals do not end it before its tree; the shell gets them back.

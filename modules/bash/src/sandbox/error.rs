@@ -5,7 +5,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::process::reaper::MAX_HIDDEN;
+use crate::process::reaper::{MAX_HIDDEN, MAX_READ_ONLY};
 
 /// A sandbox that cannot be built as asked.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +24,13 @@ pub enum SandboxError {
     /// More hidden paths than the reaper takes.
     #[error("bash: at most {MAX_HIDDEN} hidden_paths may exist")]
     TooManyHidden,
+    /// More control-plane files in a command's reach than the reaper binds
+    /// read-only.
+    #[error(
+        "bash: more than {MAX_READ_ONLY} of toolhost's control-plane files (plan, hooks, modules, audit log) \
+         lie in the working folder or a writable path; move some out of the workspace"
+    )]
+    TooManyReadOnly,
     /// The seccomp filter could not be compiled.
     #[error("{0}")]
     Seccomp(#[from] super::seccomp::SeccompError),

@@ -114,6 +114,9 @@ pub struct Request<'a> {
     /// The plan file (its secrets, and a command must not rewrite it):
     /// hidden like `hidden_paths`.
     pub plan_file: Option<&'a Path>,
+    /// The host's control plane: existing entries in a command's reach are
+    /// bound read-only, secret ones hidden (see `toolhost_core::protected`).
+    pub protected: &'a toolhost_core::protected::Protected,
     /// Where the [probe's stamp](stamp) lives (the module's state folder);
     /// `None`: probe at every mount.
     pub probe_stamp: Option<PathBuf>,
@@ -162,11 +165,41 @@ impl Sandbox {
                 })?,
             );
         }
+        // The rest of the control plane (hooks, modules, the audit log, the
+        // lock file, another plan): read-only where a command could reach
+        // it; secret entries (token files) hidden.
+        let in_reach = |p: &Path| {
+            std::iter::once(&resolve(req.working_dir))
+                .chain(&writable)
+                .any(|w| p.starts_with(w))
+        };
+        let mut secret: Vec<PathBuf> = Vec::new();
+        for (path, _, is_secret) in req.protected.entries() {
+            if is_secret {
+                secret.push(path.to_path_buf());
+                continue;
+            }
+            // Both forms of an entry name one file: bound once, by its
+            // real path; a missing one has nothing to bind.
+            let Ok(real) = path.canonicalize() else { continue };
+            let Ok(c) = CString::new(real.as_os_str().as_bytes()) else {
+                continue;
+            };
+            if in_reach(&real) && !read_only.contains(&c) {
+                read_only.push(c);
+            }
+        }
+        // In a stable order: the probe's stamp is keyed by the list.
+        read_only.sort();
+        if read_only.len() > MAX_READ_ONLY {
+            return Err(SandboxError::TooManyReadOnly);
+        }
         let plan_hidden = plan.clone().filter(|_| plan_in_reach.is_none());
         for p in listed
             .map(Path::to_path_buf)
             .chain(req.host_state_dir.map(Path::to_path_buf))
             .chain(plan_hidden)
+            .chain(secret)
         {
             let p = p.as_path();
             let path = resolve(p);

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags, Stat};
+use toolhost_core::protected::{Coverage, Protected};
 use toolhost_core::ToolError;
 
 use crate::config::Config;
@@ -60,6 +61,8 @@ pub struct Policy {
     write: Roots,
     deny: DenyRules,
     allow_hard_links: bool,
+    /// The host's control plane: never written; its secret part never read.
+    protected: Protected,
 }
 
 /// An input path resolved lexically to a root.
@@ -144,7 +147,40 @@ impl Policy {
             write,
             deny,
             allow_hard_links: config.allow_hard_links,
+            protected: Protected::default(),
         })
+    }
+
+    /// The same policy, refusing to change the host's control plane
+    /// ([`Protected`]) and to read its secret part.
+    pub fn with_protected(mut self, protected: Protected) -> Policy {
+        self.protected = protected;
+        self
+    }
+
+    /// The refusal for `abs` when the control plane covers it for `access`.
+    /// Part of every resolution (a hash lookup and a few prefix tests), so
+    /// the check costs no system call.
+    fn protected_refusal(&self, abs: &Path, access: Access, display: &str) -> Option<ToolError> {
+        match (self.protected.covering(abs)?, access) {
+            (Coverage::Protected, Access::Read) => None,
+            (Coverage::Protected, Access::Write) => Some(ToolError::denied(format!(
+                "write denied: {display} is part of toolhost's control plane (the plan, a file discovery \
+                 would load as a plan, a hook or module the plan runs, the audit log or the lock file); \
+                 tools cannot change it. A person changes it and reviews it with `toolhost trust`"
+            ))),
+            (Coverage::Secret, _) => Some(ToolError::denied(format!(
+                "{} denied: {display} is toolhost's state (tokens, stores); tools can neither read nor \
+                 change it",
+                access.verb()
+            ))),
+        }
+    }
+
+    /// Whether a walk (grep, glob, list_directory) must leave `abs` out:
+    /// the state folder and token files (the caller counts them).
+    pub fn walk_secret(&self, abs: &Path) -> bool {
+        self.protected.covering(abs) == Some(Coverage::Secret)
     }
 
     /// The folder relative inputs resolve against for this call.
@@ -189,6 +225,9 @@ impl Policy {
         };
         if let Some(rule) = self.deny.matching(&abs, &rel) {
             return Err(self.denied_by_rule(access, &display, rule));
+        }
+        if let Some(refusal) = self.protected_refusal(&abs, access, &display) {
+            return Err(refusal);
         }
         Ok(Resolved {
             abs,
@@ -237,6 +276,9 @@ impl Policy {
         if !same {
             if let Some(rule) = self.deny.matching(real, &rel) {
                 return Err(self.denied_by_rule(access, display, rule));
+            }
+            if let Some(refusal) = self.protected_refusal(real, access, display) {
+                return Err(refusal);
             }
         }
         Ok(())
@@ -362,6 +404,9 @@ impl Policy {
         let (root, rel) = self.roots(access).find_real(&real).ok_or_else(escape)?;
         if let Some(rule) = self.deny.matching(&real, &rel) {
             return Err(self.denied_by_rule(access, &resolved.display, rule));
+        }
+        if let Some(refusal) = self.protected_refusal(&real, access, &resolved.display) {
+            return Err(refusal);
         }
         let root_fd = root_handle_or_err(root)?;
         fd::open_readable(root_fd.as_fd(), &rel, Links::None).map_err(|e| {

@@ -168,7 +168,7 @@ impl Tool for Glob {
                 lines.push(scope.show(&path));
             }
         }
-        let links_note = if hard_links > 0 {
+        let mut links_note = if hard_links > 0 {
             format!(
                 "[{hard_links} hard-linked file(s) left out: another name of each may be denied or outside the allowed folders ({} = false)]\n",
                 crate::policy::links::KEY
@@ -176,6 +176,7 @@ impl Tool for Glob {
         } else {
             String::new()
         };
+        links_note.push_str(&scope.secret_note());
         if lines.is_empty() {
             let text = format!(
                 "no files match {:?} in {}{}{links_note}",

@@ -431,6 +431,7 @@ fn skipped_notes(scope: &Scope, skipped: &Skipped, multiline: bool) -> String {
             crate::policy::links::KEY
         ));
     }
+    out.push_str(&scope.secret_note());
     out
 }
 
