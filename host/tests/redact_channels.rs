@@ -119,3 +119,23 @@ async fn progress_messages_and_structured_content_are_redacted() {
     assert!(!everything.contains(&secret()), "{everything}");
     client.cancel().await.expect("close");
 }
+
+/// A first-party tool's structured data (MCP `structuredContent` beside
+/// the text) passes the same guardrail: list_directory names the folder
+/// it listed there.
+#[test]
+fn a_first_party_tools_structured_data_is_redacted() {
+    let env = Env::new(&format!(
+        "[[tools]]\npath = \"{}\"\n",
+        module_file("toolhost_filesystem").display()
+    ));
+    std::fs::create_dir(env.path().join(secret())).expect("a folder named like a secret");
+    let called = env.call("list_directory", json!({"path": secret()}));
+    called.assert_success();
+    assert!(
+        called.result["structured"].is_object(),
+        "list_directory returns structured data: {}",
+        called.result
+    );
+    assert_nowhere(&called);
+}
