@@ -288,7 +288,12 @@ pub async fn serve(
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), service);
+            // The connection first: one pushed out before this task first
+            // ran still reads the request already waiting on it, and stays
+            // if that request shows a known token (a flood of new
+            // connections must not close a token holder's before it is read).
             tokio::select! {
+                biased;
                 ended = connection => if let Err(e) = ended {
                     tracing::debug!(%peer, "HTTP connection ended: {e}");
                 },
