@@ -62,9 +62,9 @@ pub(super) fn run(args: &InitArgs) -> ExitCode {
         eprintln!("error: cannot write {PROJECT_FILE}: {e}");
         return ExitCode::from(EXIT_FAILED);
     }
-    println!(
+    super::print_stdout(&format!(
         "wrote {PROJECT_FILE} from the '{}' plan; run `toolhost check` to load it",
         args.template
-    );
+    ));
     ExitCode::SUCCESS
 }
