@@ -53,6 +53,17 @@ const BYPASSES: &[&str] = &[
     "/usr/sbin/start-stop-daemon -S -x /usr/bin/touch -- \"$PWD/{f}\"",
     "xargs -a <(echo {f}) touch",
     "time -p -- touch {f}",
+    // env's split string read as its own options, words with `=` taken as
+    // assignments, functions imported from the environment, `jobs -x`
+    "env -S '-i touch {f}'",
+    "env -S '-u HOME' touch {f}",
+    "env 'A-B=1' touch {f}",
+    "env 'BASH_FUNC_ls%%=() { touch {f}; }' bash -c ls",
+    "jobs -x touch {f}",
+    // bash's integer variables evaluate what they are given
+    "RANDOM='a[$(touch {f})]'",
+    "OPTIND='a[$(touch {f})]'; : $((OPTIND))",
+    "declare -i v; read v <<< 'a[$(touch {f})]'",
     // shells fed code from elsewhere
     "bash <<< 'touch {f}'",
     "echo 'touch {f}' | sh",

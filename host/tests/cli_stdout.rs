@@ -80,6 +80,28 @@ fn every_command_that_prints_fails_on_a_full_stdout() {
     }
 }
 
+/// `init` writes its plan, then says so on stdout: a full stdout is the
+/// same loud exit 2 as for the other commands, not a panic.
+#[test]
+fn init_on_a_full_stdout_exits_2_without_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = env();
+    let out = env
+        .command()
+        .arg("init")
+        .current_dir(dir.path())
+        .stdout(full())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run toolhost init");
+    assert_lost(&out, "init");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    assert!(
+        dir.path().join("toolhost.toml").is_file(),
+        "the plan itself was written"
+    );
+}
+
 #[test]
 fn results_are_lost_loudly_when_stdout_was_closed() {
     let env = env();

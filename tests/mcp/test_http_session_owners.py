@@ -246,3 +246,34 @@ def test_at_its_quota_with_every_session_busy_a_principal_is_refused_clearly(wor
             response.close()
             listener.close()
         server.stop()
+
+
+def test_a_request_that_opens_no_session_ends_none_of_the_principals(workspace):
+    """At its quota, only an `initialize` that opens a session may end one of
+    the principal's idle sessions: requests without a session id that open
+    none (a stray `tools/list`, a body that is no JSON-RPC, a refused
+    `initialize`) leave them all alone."""
+    ws = workspace(principals_plan("sessions_per_principal = 2\n"))
+    server = start(ws)
+    try:
+        with httpx2.Client(timeout=30) as client:
+            held = [open_session(client, server.url, token=BOB) for _ in range(2)]
+            strays = [
+                json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+                "not json at all",
+                json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            ]
+            for body in strays * 2:
+                r = client.post(server.url, content=body, headers=auth(BOB))
+                assert r.status_code != 200 or "mcp-session-id" not in r.headers, r.text
+            # A refused initialize (its version header contradicts its body).
+            bad = {**auth(BOB), "mcp-protocol-version": "2024-11-05"}
+            r = client.post(server.url, content=init_body("2025-06-18"), headers=bad)
+            assert "mcp-session-id" not in r.headers, (r.status_code, r.text)
+            assert all(alive(client, server.url, BOB, s) for s in held), "a stray request ended a session"
+            # A real initialize still recycles the least recently used one.
+            newest = open_session(client, server.url, token=BOB)
+            assert alive(client, server.url, BOB, newest)
+            assert [alive(client, server.url, BOB, s) for s in held].count(True) == 1
+    finally:
+        server.stop()

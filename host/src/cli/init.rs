@@ -75,9 +75,9 @@ pub(super) fn run(args: &InitArgs) -> ExitCode {
             "warning: cannot record trust for {PROJECT_FILE} ({e}); run `toolhost trust` before using it"
         );
     }
-    println!(
+    super::print_stdout(&format!(
         "wrote {PROJECT_FILE} from the '{}' plan (trusted as written); run `toolhost check` to load it",
         args.template
-    );
+    ));
     ExitCode::SUCCESS
 }

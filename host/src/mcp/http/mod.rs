@@ -288,7 +288,12 @@ pub async fn serve(
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), service);
+            // The connection first: one pushed out before this task first
+            // ran still reads the request already waiting on it, and stays
+            // if that request shows a known token (a flood of new
+            // connections must not close a token holder's before it is read).
             tokio::select! {
+                biased;
                 ended = connection => if let Err(e) = ended {
                     tracing::debug!(%peer, "HTTP connection ended: {e}");
                 },
@@ -430,13 +435,26 @@ async fn new_session(routing: &Routing, principal: &Principal, request: Request<
     let asked = asked_version(&bytes);
     let version = priming::version_of(&parts.headers, asked.as_deref());
     let request = Request::from_parts(parts, Full::new(bytes.clone()));
+    if !is_initialize(&bytes) {
+        // No session can come of it (rmcp refuses it): it takes no place
+        // and ends none of the principal's sessions.
+        return without_priming_unless(&version, routing.mcp.handle(request).await);
+    }
     // The decisive look: under the admission lock, held until rmcp has
     // created the session (it does so before it answers the initialize).
     let admitted = routing.admission.lock().await;
-    match routing.owners.room_for(&principal.0) {
-        Room::Free => {}
-        Room::Evict(oldest) => end_for_quota(routing, principal, &oldest).await,
-        Room::Full => return quota_full(routing, principal),
+    // With a place free on the server, the principal's own idle session
+    // ends only once the new one exists (rmcp may still refuse this
+    // initialize); with none free, it must end first to make that place.
+    let server_full = routing.manager.sessions.read().await.len() >= routing.max_sessions;
+    if server_full {
+        match routing.owners.room_for(&principal.0) {
+            Room::Free => {}
+            Room::Evict(oldest) => end_for_quota(routing, principal, &oldest).await,
+            Room::Full => return quota_full(routing, principal),
+        }
+    } else if routing.owners.all_busy(&principal.0) {
+        return quota_full(routing, principal);
     }
     if let Some(refused) = refuse_if_full(routing).await {
         return refused;
@@ -455,6 +473,9 @@ async fn new_session(routing: &Routing, principal: &Principal, request: Request<
     // Registered before the answer leaves: the session id is never
     // usable without its owner, and it is busy until its answer is sent.
     let busy = routing.owners.register(&id, &principal.0);
+    if let Room::Evict(oldest) = routing.owners.trim(&principal.0) {
+        end_for_quota(routing, principal, &oldest).await;
+    }
     drop(admitted);
     routing.direct.learn(&id, &bytes);
     owners::hold_while_streaming(without_priming_unless(&version, response), busy)
@@ -534,6 +555,15 @@ async fn refuse_if_full(routing: &Routing) -> Option<Response<Body>> {
         hyper::header::HeaderValue::from_static("close"),
     );
     Some(refused)
+}
+
+/// Whether a body is a JSON-RPC `initialize` request (the only request
+/// that opens a session).
+fn is_initialize(body: &Bytes) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|value| {
+        value.get("method").and_then(serde_json::Value::as_str) == Some("initialize")
+            && value.get("id").is_some()
+    })
 }
 
 /// `params.protocolVersion` of an `initialize` request body.

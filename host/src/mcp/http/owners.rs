@@ -131,6 +131,29 @@ impl Owners {
     /// Whether `principal` may open a session, and which of its own must
     /// end first. Call it under the admission lock.
     pub fn room_for(&self, principal: &str) -> Room {
+        self.room(principal, self.per_principal - 1)
+    }
+
+    /// Once `principal` has opened a session past its quota: which of its
+    /// own idle sessions ends for it (forgotten here already), if any.
+    pub fn trim(&self, principal: &str) -> Room {
+        self.room(principal, self.per_principal)
+    }
+
+    /// Whether `principal` is at its quota with every session busy (no
+    /// session of its own can make room).
+    pub fn all_busy(&self, principal: &str) -> bool {
+        let sessions = self.lock();
+        let mine = sessions.values().filter(|o| o.principal == principal);
+        let (held, busy) = mine.fold((0, 0), |(held, busy), o| {
+            (held + 1, busy + usize::from(o.busy.load(Ordering::Acquire) > 0))
+        });
+        held >= self.per_principal && busy == held
+    }
+
+    /// `Free` while `principal` holds at most `keep` sessions; past it, its
+    /// least recently used idle session (forgotten here), or `Full`.
+    fn room(&self, principal: &str, keep: usize) -> Room {
         let mut sessions = self.lock();
         let mut held = 0;
         let mut oldest_idle: Option<(&String, u64)> = None;
@@ -144,7 +167,7 @@ impl Owners {
                 oldest_idle = Some((id, owned.last_used));
             }
         }
-        if held < self.per_principal {
+        if held <= keep {
             return Room::Free;
         }
         match oldest_idle.map(|(id, _)| id.clone()) {

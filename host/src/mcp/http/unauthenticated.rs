@@ -95,16 +95,17 @@ impl Pending {
     }
 
     /// Resolves when the connection must close: pushed out for a newer
-    /// one, or its deadline passed before it authenticated. Never resolves
+    /// one, or its deadline passed, before it authenticated. Never resolves
     /// once it has authenticated.
     pub async fn expired(&self) {
         tokio::select! {
             _ = self.evicted.cancelled() => {}
-            _ = tokio::time::sleep(self.registry.deadline) => {
-                if self.authenticated.load(Ordering::Acquire) {
-                    std::future::pending::<()>().await;
-                }
-            }
+            _ = tokio::time::sleep(self.registry.deadline) => {}
+        }
+        // Pushed out or out of time, a connection that authenticated in the
+        // meantime (its request already read when the eviction came) stays.
+        if self.authenticated.load(Ordering::Acquire) {
+            std::future::pending::<()>().await;
         }
     }
 }
@@ -137,6 +138,21 @@ mod tests {
         assert!(kept.is_err(), "a newer one stays");
         drop((third, fourth));
         assert!(budget.lock().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_connection_pushed_out_but_authenticated_since_stays() {
+        let budget = Unauthenticated::new(1, Duration::from_secs(3600));
+        let first = budget.arrive();
+        let _second = budget.arrive();
+        assert_eq!(budget.evicted(), 1);
+        // Its request, waiting when the eviction came, showed a known token.
+        first.authenticated();
+        let kept = tokio::time::timeout(Duration::from_millis(100), first.expired()).await;
+        assert!(
+            kept.is_err(),
+            "an authenticated connection is never closed for room"
+        );
     }
 
     #[tokio::test]

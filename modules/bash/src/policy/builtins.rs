@@ -1,5 +1,5 @@
 //! Bash builtins that run code: `eval`, `command`, `exec`, `builtin`,
-//! `trap`, `alias`, `compgen -C`, and the ones whose code the policy cannot
+//! `jobs -x`, `trap`, `alias`, `compgen -C`, and the ones whose code the policy cannot
 //! see (`source`/`.` of a file, `hash -p`, `enable -f`, `mapfile -C`), which
 //! are refused.
 
@@ -10,6 +10,12 @@ use super::wrappers::{joined, Inner};
 
 const COMMAND: Options = Options {
     short_flag: "pvV",
+    ..Options::NONE
+};
+
+/// `jobs`: with `-x`, the words after the options are a command to run.
+const JOBS: Options = Options {
+    short_flag: "lnprsx",
     ..Options::NONE
 };
 
@@ -39,6 +45,15 @@ pub fn inner(name: &str, args: &[Arg]) -> Option<Vec<Inner>> {
                 Vec::new()
             } else {
                 vec![Inner::Command(rest.to_vec())]
+            }
+        }),
+        // `jobs -x COMMAND ARGS…` runs COMMAND (job specs in ARGS replaced).
+        "jobs" => getopt::parse(name, &JOBS, args).map(|p| {
+            let rest = &args[p.rest..];
+            if p.has("-x", "") && !rest.is_empty() {
+                vec![Inner::Command(rest.to_vec())]
+            } else {
+                Vec::new()
             }
         }),
         "source" | "." => Err(Unreadable(format!(

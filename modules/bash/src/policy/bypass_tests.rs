@@ -229,6 +229,88 @@ fn loaders_and_less_common_wrappers() {
     );
 }
 
+/// `env -S` reads its string as more of its own arguments (options and
+/// assignments included); `env` takes any word with `=` for an assignment;
+/// `BASH_FUNC_*` entries define functions in the bash it starts; bash's
+/// own integer variables evaluate what they are given; `jobs -x` runs a
+/// command; and launchers outside the wrapper table.
+#[test]
+fn split_strings_assignments_and_integer_variables() {
+    all_refused(
+        &deny_rm(),
+        "env, integers, launchers",
+        &[
+            "env -S '-i rm x'",
+            "env -S '-u X rm x'",
+            "env -S '-- rm x'",
+            "env -S '-C / rm x'",
+            "env --split-string='-i rm x'",
+            "env -S '-S rm x'",
+            "env -S '-i' rm x",
+            "env -S 'x' -S 'rm x'",
+            "env -S \"'-i' rm x\"",
+            "env 'A-B=1' rm x",
+            "env '1=1' rm x",
+            "env -i 'x y=1' rm x",
+            "sudo 'A-B=1' rm x",
+            "env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls",
+            "sudo 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls",
+            "jobs -x rm x",
+            "jobs -lx rm x",
+            "RANDOM='a[$(rm x)]'",
+            "SRANDOM='a[$(rm x)]'",
+            "OPTIND='a[$(rm x)]'",
+            "HISTCMD='a[$(rm x)]'",
+            "OPTIND='a[$(rm x)]'; echo $((OPTIND))",
+            "PIPESTATUS='a[$(rm x)]'; echo $((PIPESTATUS))",
+            "read OPTIND < f; echo $((OPTIND))",
+            "read RANDOM < f",
+            "printf -v OPTIND %s 'a[$(rm x)]'",
+            "for RANDOM in 'a[$(rm x)]'; do :; done",
+            "declare -i v; read v < f",
+            "declare -i v; printf -v v %s 'a[$(rm x)]'",
+            "declare -i v; for v in 'a[$(rm x)]'; do :; done",
+            "declare -i v; mapfile v < f",
+            "cttyhack rm x",
+            "busybox cttyhack rm x",
+            "openvt -s -w rm x",
+            "tcpsvd 0 1234 rm x",
+            "busybox inotifyd rm x",
+            "chronic rm x",
+            "ifne rm x",
+            "lckdo l rm x",
+            "pee 'rm x'",
+            "mispipe true 'rm x'",
+            "rlwrap rm x",
+            "gosu root rm x",
+            "su-exec root rm x",
+            "sshpass -p x rm x",
+            "execlineb -c 'rm x'",
+            "tmux new-session -d 'rm x'",
+            "screen -dm rm x",
+            "dtach -n s rm x",
+            "xterm -e rm x",
+            "entr rm x",
+            "systemd-nspawn rm x",
+            "flatpak-spawn rm x",
+            "hwloc-bind 0 rm x",
+        ],
+    );
+    let p = deny_rm();
+    for ok in [
+        "env -S 'echo hi'",
+        "env -S 'A=1 printenv A'",
+        "env -iS 'PATH=/bin ls -l'",
+        "env 'LANG=C.UTF-8' sort f",
+        "jobs -l",
+        "RANDOM=42; echo $((RANDOM % 6))",
+        "OPTIND=1; while getopts ab o; do :; done; echo $((OPTIND))",
+        "echo $((OPTIND + 1))",
+    ] {
+        assert!(p.check(ok).is_ok(), "{ok}: {:?}", p.check(ok));
+    }
+}
+
 #[test]
 fn shells_reading_code_from_elsewhere() {
     all_refused(

@@ -17,6 +17,9 @@ pub fn operands(words: &[Arg], values: &mut Values) -> Result<(), Refusal> {
     // a `NAME=value` argument may set NAME for what the command runs.
     for a in args {
         let word = a.display();
+        if let Some((var, _)) = word.split_once('=') {
+            code_var(var)?;
+        }
         if let Some(var) = assignment_name(word) {
             let value = word.split_once('=').map_or("", |(_, v)| v);
             let value = if a.lit().is_some() { value } else { "$dynamic" };

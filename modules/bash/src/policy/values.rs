@@ -30,7 +30,8 @@ pub const CODE_VARS: &[&str] = &[
     "BASH_LOADABLES_PATH",
 ];
 
-/// Bash's variables that always hold a number.
+/// Bash's variables that hold a number unless this command sets them
+/// (`OPTIND` and `PIPESTATUS` keep whatever text they are given).
 const NUMERIC: &[&str] = &[
     "RANDOM",
     "SRANDOM",
@@ -44,6 +45,10 @@ const NUMERIC: &[&str] = &[
     "OPTIND",
     "PIPESTATUS",
 ];
+
+/// Bash's variables whose every new value is evaluated as arithmetic, as
+/// if declared `-i` (`RANDOM='a[$(rm y)]'` runs `rm y`).
+const EVALUATED_ON_ASSIGNMENT: &[&str] = &["RANDOM", "SRANDOM", "OPTIND", "HISTCMD"];
 
 /// What the walk found about variables, across the whole command.
 #[derive(Debug, Default)]
@@ -71,9 +76,11 @@ fn is_int(v: &str) -> bool {
     !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Refuses setting a variable whose value runs as code.
+/// Refuses setting a variable whose value runs as code, and the
+/// environment entries bash imports as functions (`BASH_FUNC_ls%%=() { …; }`
+/// given to `env` defines `ls` in the bash it starts).
 pub fn code_var(name: &str) -> Result<(), Refusal> {
-    if CODE_VARS.contains(&name) {
+    if CODE_VARS.contains(&name) || name.starts_with("BASH_FUNC_") {
         return Err(format!(
             "setting `{name}` makes the shell or a program run its value as code, which the command policy \
              cannot check; leave `{name}` as it is"
@@ -154,12 +161,31 @@ impl Values {
         self.integer.insert(name.to_string());
     }
 
+    /// Whether `name` can only hold a number here: set in this command
+    /// only to integers, or one of bash's numeric variables left alone.
     fn is_numeric(&self, name: &str) -> bool {
-        NUMERIC.contains(&name) || (self.numeric.get(name) == Some(&true) && !self.opaque.contains(name))
+        if self.opaque.contains(name) {
+            return false;
+        }
+        match self.numeric.get(name) {
+            Some(numeric) => *numeric,
+            None => NUMERIC.contains(&name),
+        }
     }
 
     /// Checks every arithmetic expression once the whole command is read.
     pub fn check(mut self) -> Result<(), Refusal> {
+        self.integer
+            .extend(EVALUATED_ON_ASSIGNMENT.iter().map(|n| n.to_string()));
+        // An integer variable evaluates every value it is given, including
+        // one the policy does not read (`declare -i v; read v`).
+        if let Some(name) = self.integer.iter().find(|n| self.opaque.contains(*n)) {
+            return Err(format!(
+                "`{name}` evaluates every value it is given as arithmetic, and this command gives it one \
+                 the command policy cannot read; a value such as `a[$(…)]` would run a command. Give \
+                 `{name}` a literal number, or use a variable without the integer attribute"
+            ));
+        }
         for (name, value) in &self.raw {
             let target = value.trim_matches(['"', '\'']);
             let literal = target.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');

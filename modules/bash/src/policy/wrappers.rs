@@ -294,6 +294,32 @@ const OPAQUE: &[&str] = &[
     "xvfb-run",
     "valgrind",
     "schedtool",
+    // Launchers from busybox, kbd, moreutils, execline and the like: each
+    // runs the command in its arguments (or a script given as one).
+    "cttyhack",
+    "openvt",
+    "tcpsvd",
+    "udpsvd",
+    "inotifyd",
+    "chronic",
+    "ifne",
+    "lckdo",
+    "pee",
+    "mispipe",
+    "rlwrap",
+    "gosu",
+    "su-exec",
+    "sshpass",
+    "execlineb",
+    "dtach",
+    "abduco",
+    "entr",
+    "tmux",
+    "screen",
+    "xterm",
+    "systemd-nspawn",
+    "flatpak-spawn",
+    "hwloc-bind",
 ];
 
 /// What `words` (a command with its arguments) runs besides itself.
@@ -366,10 +392,12 @@ fn wrapped(name: &str, w: &Wrapper, args: &[Arg]) -> Result<Vec<Inner>, Unreadab
 }
 
 /// `NAME=value` words before a command (`env A=1 cmd`, `sudo A=1 cmd`).
+/// `env` takes any word with a `=` for one (`env 'a-b=1' cmd` runs `cmd`),
+/// whether or not NAME is a shell identifier, and so does this.
 pub fn skip_assignments(args: &[Arg]) -> &[Arg] {
     let n = args
         .iter()
-        .take_while(|a| a.lit().is_some_and(|w| assignment_name(w).is_some()))
+        .take_while(|a| a.lit().is_some_and(|w| w.find('=').is_some_and(|at| at > 0)))
         .count();
     &args[n..]
 }
@@ -428,26 +456,72 @@ fn env(args: &[Arg]) -> Result<Vec<Inner>, Unreadable> {
     if rest.first().and_then(Arg::lit) == Some("-") {
         rest = &rest[1..];
     }
-    let rest = skip_assignments(rest);
     if let Some(split) = parsed.value("-S", "--split-string") {
-        // `env -S` has its own escapes and `${VAR}` expansion: only plain text is read.
-        let split = split.as_ref().and_then(Arg::lit).unwrap_or("\\");
-        if split.contains(['\\', '$']) {
+        // `env -S STRING` splits STRING into words and reads them as its own
+        // arguments, options and assignments included (`env -S '-i rm x'`
+        // runs `rm`): they are read as `env WORDS… REST…` in turn.
+        if parsed
+            .given
+            .iter()
+            .filter(|g| matches!(g.name.as_str(), "-S" | "--split-string"))
+            .count()
+            > 1
+        {
             return Err(Unreadable::from(
-                "`env -S` is given a string with escapes or `${…}`, which the command policy does not \
-                 expand; write the command without `env -S`"
-                    .to_string(),
+                "`env` is given `-S` more than once; give it one string to split".to_string(),
             ));
         }
-        let mut words = vec![Arg::Lit(split.to_string())];
+        let split = split.as_ref().and_then(Arg::lit).unwrap_or("\\");
+        let mut words = vec![Arg::Lit("env".to_string())];
+        words.extend(split_string(split)?.into_iter().map(Arg::Lit));
         words.extend(rest.iter().cloned());
-        return Ok(joined(&words, "env -S")?.into_iter().collect());
+        return Ok(vec![Inner::Command(words)]);
     }
+    let rest = skip_assignments(rest);
     Ok(if rest.is_empty() {
         Vec::new()
     } else {
         vec![Inner::Command(rest.to_vec())]
     })
+}
+
+/// The words `env -S` makes of `text`: split at blanks, with `'…'` and
+/// `"…"` quoting; `#` at the start of a word ends the string. Escapes and
+/// `${VAR}` (env's own expansion) are refused: only plain text is read.
+fn split_string(text: &str) -> Result<Vec<String>, Unreadable> {
+    if text.contains(['\\', '$']) {
+        return Err(Unreadable::from(
+            "`env -S` is given a string with escapes or `${…}`, which the command policy does not \
+             expand; write the command without `env -S`"
+                .to_string(),
+        ));
+    }
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c' => words.extend(word.take()),
+            '#' if word.is_none() => break,
+            '\'' | '"' => {
+                let quoted = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some(q) if q == c => break,
+                        Some(q) => quoted.push(q),
+                        None => {
+                            return Err(Unreadable::from(format!(
+                                "`env -S` is given a string with an unterminated {c} quote"
+                            )))
+                        }
+                    }
+                }
+            }
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
 }
 
 const XARGS: Options = Options {
@@ -743,8 +817,9 @@ mod tests {
 
     #[test]
     fn scripts_are_exposed() {
-        assert_eq!(inner(&words("env -S x")), [Inner::Script("x".into())]);
-        assert_eq!(inner(&words("env -iSx")), [Inner::Script("x".into())]);
+        let env = |w: &[&str]| Inner::Command(w.iter().map(|w| Arg::Lit(w.to_string())).collect());
+        assert_eq!(inner(&words("env -S x")), [env(&["env", "x"])]);
+        assert_eq!(inner(&words("env -iSx y")), [env(&["env", "x", "y"])]);
         assert_eq!(inner(&words("watch -n1 a b")), [Inner::Script("a b".into())]);
         assert_eq!(inner(&words("flock -xc x f")), [Inner::Script("x".into())]);
         assert_eq!(inner(&words("flock f -c x")), [Inner::Script("x".into())]);
