@@ -134,8 +134,9 @@ fn below(path: &Path, folder: &Path) -> bool {
     p.starts_with(f) && (p.len() == f.len() || p[f.len()] == b'/' || f.ends_with(b"/"))
 }
 
-/// Removes `.` and resolves `..` lexically.
-fn normalize(path: &Path) -> PathBuf {
+/// Removes `.` and resolves `..` lexically (no file system access: it
+/// serves paths that may not exist yet).
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {
         match part {

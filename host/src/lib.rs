@@ -29,6 +29,7 @@ pub mod logging;
 pub mod mcp;
 pub mod pipeline;
 pub mod plan;
+pub mod private_file;
 pub mod registry;
 pub mod session;
 pub mod source;

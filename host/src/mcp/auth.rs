@@ -10,9 +10,7 @@
 //! extensions, where the MCP handler finds it; a client cannot set it.
 
 use std::convert::Infallible;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -40,7 +38,7 @@ pub enum TokenError {
     #[error("cannot generate a token: {0}")]
     Random(getrandom::Error),
     /// The generated token could not be written to its file.
-    #[error("cannot write the token file {}: {source}", file.display())]
+    #[error("cannot write the token file {}: {source}; fix that or pass --token-file", file.display())]
     Write {
         /// The token file.
         file: PathBuf,
@@ -105,42 +103,12 @@ fn generate() -> Result<String, TokenError> {
 /// looser permissions, or a symlink planted there, is replaced, never
 /// written through).
 fn write_private(file: &Path, token: &str) -> Result<(), TokenError> {
-    let fail = |source: std::io::Error| TokenError::Write {
-        file: file.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(fail)?;
-        // The folder itself, not a link planted in its place, and this
-        // user's: else another user could read or swap the token.
-        let meta = std::fs::symlink_metadata(dir).map_err(fail)?;
-        if !meta.is_dir() || meta.uid() != crate::plan::trust::current_uid() {
-            return Err(fail(std::io::Error::other(format!(
-                "{} is not a folder owned by this user (a link, or another user's); remove it or pass --token-file",
-                dir.display()
-            ))));
+    crate::private_file::write_private(file, format!("{token}\n").as_bytes()).map_err(|source| {
+        TokenError::Write {
+            file: file.to_path_buf(),
+            source,
         }
-    }
-    let mut temp = file.as_os_str().to_owned();
-    temp.push(format!(".{}.tmp", std::process::id()));
-    let temp = PathBuf::from(temp);
-    let _ = std::fs::remove_file(&temp);
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)
-        .map_err(fail)?;
-    out.write_all(token.as_bytes())
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.sync_all())
-        .map_err(fail)?;
-    std::fs::rename(&temp, file).map_err(fail)
+    })
 }
 
 /// Whether a bind address is reachable only from this machine.

@@ -550,21 +550,9 @@ fn expand_home(path: &str) -> PathBuf {
 
 /// Removes `.` and resolves `..` lexically. Plans name folders that may not
 /// exist yet and batch keys name files that may not exist yet, so
-/// `canonicalize` is not an option for either.
-pub(crate) fn normalize(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
+/// `canonicalize` is not an option for either. One engine with the SDK's
+/// protected-path check, so both read a path the same way.
+pub(crate) use toolhost_core::protected::normalize;
 
 #[cfg(test)]
 mod tests {

@@ -11,8 +11,7 @@
 //! user's config folder are the user's own.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -218,24 +217,8 @@ pub fn state(expected: &Record) -> TrustState {
 pub fn store(record: &Record) -> std::io::Result<PathBuf> {
     let file = record_file(&record.plan)
         .ok_or_else(|| std::io::Error::other("no config folder: set HOME or XDG_CONFIG_HOME"))?;
-    if let Some(dir) = file.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    let temp = file.with_extension(format!("json.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)?;
     let text = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
-    out.write_all(&text)?;
-    out.sync_all()?;
-    std::fs::rename(&temp, &file)?;
+    crate::private_file::write_private(&file, &text)?;
     Ok(file)
 }
 
