@@ -33,14 +33,18 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if not (MODULES / "libtoolhost_fixture.so").is_file():
         pytest.fail(f"the fixture module is missing from {MODULES}: cargo build --workspace")
     (tmp_path / "toolhost.toml").write_text(PLAN)
-    # A discovered plan runs only once trusted: trust it, with the trust
-    # record and the state kept in this test's folder.
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    trusted = subprocess.run([str(BIN), "trust"], cwd=tmp_path, env=env(), capture_output=True, text=True)
+    trust_here(tmp_path, monkeypatch)
+    return tmp_path
+
+
+def trust_here(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A discovered plan runs only once trusted: trusts `folder`'s plan, with
+    the trust record and the state kept in that folder."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(folder / "state"))
+    trusted = subprocess.run([str(BIN), "trust"], cwd=folder, env=env(), capture_output=True, text=True)
     if trusted.returncode != 0:
         pytest.fail(f"toolhost trust failed: {trusted.stderr}")
-    return tmp_path
 
 
 def env(**extra: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness import BIN, ROOT
-from test_terminal import env, normalise, on_pty, snapshot
+from test_terminal import env, normalise, on_pty, snapshot, trust_here
 
 SERVER = ROOT / "host" / "tests" / "mcp_peer" / "hostile_server.py"
 
@@ -26,7 +26,7 @@ RAW = ["\x1b", "\x07", "\x9b", "\u202e", "\rFORGED-ROW"]
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if not BIN.is_file():
         pytest.fail(f"{BIN} is missing: build it first (cargo build --workspace)")
     if not SERVER.is_file():
@@ -35,6 +35,7 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "toolhost.toml").write_text(
         f'[host]\ndefault_timeout_secs = 30\n\n[[tools]]\nprefix = "h_"\n[tools.mcp]\ncommand = {command}\n'
     )
+    trust_here(tmp_path, monkeypatch)
     return tmp_path
 
 
