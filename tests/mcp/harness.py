@@ -83,12 +83,23 @@ def plan_modules(text: str) -> list[str]:
     return re.findall(r'^\s*module\s*=\s*"([^"]+)"', text, flags=re.MULTILINE)
 
 
+# toolhost keeps state (stores, tokens, kept outputs) in the user's state
+# folder and trust records in the user's config folder: the servers these
+# tests start get folders of this run's own, so the suite leaves nothing in
+# the home folder and no record from an earlier run changes what a test sees.
+_OWN = tempfile.mkdtemp(prefix="toolhost-mcp-tests-")
+os.environ.setdefault("XDG_STATE_HOME", os.path.join(_OWN, "state"))
+os.environ.setdefault("XDG_CONFIG_HOME", os.path.join(_OWN, "config"))
+
+
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {
         "TOOLHOST_MODULE_PATH": str(MODULES),
         "RUST_LOG": os.environ.get("RUST_LOG", "info"),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/root"),
+        "XDG_STATE_HOME": os.environ["XDG_STATE_HOME"],
+        "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"],
     }
     env.update(extra or {})
     return env
