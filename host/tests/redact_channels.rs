@@ -137,5 +137,10 @@ fn a_first_party_tools_structured_data_is_redacted() {
         "list_directory returns structured data: {}",
         called.result
     );
+    assert_eq!(
+        called.result["structured"]["entries"], 0,
+        "the folder is empty: {}",
+        called.result
+    );
     assert_nowhere(&called);
 }

@@ -46,14 +46,24 @@ struct Walk<'a, 'p, 'c> {
     omitted: usize,
 }
 
+/// A folder's listing: the text and its counts.
+pub struct Listing {
+    /// One line `kind size path` per entry shown, or `(empty folder)`.
+    pub text: String,
+    /// Entries shown.
+    pub shown: usize,
+    /// Entries left out (over the entry cap).
+    pub omitted: usize,
+}
+
 /// Lists `dir` as lines `kind size path`, sorted by path, folders before
-/// their contents; returns the text and the count of entries left out.
+/// their contents.
 pub fn list(
     dir: BorrowedFd<'_>,
     origin: &Origin<'_>,
     limits: &Limits,
     ctx: &Context<'_>,
-) -> Result<(String, usize), ToolError> {
+) -> Result<Listing, ToolError> {
     let mut walk = Walk {
         origin,
         limits,
@@ -62,11 +72,16 @@ pub fn list(
         omitted: 0,
     };
     walk.dir(dir, Path::new(""), 1)?;
-    let mut text = walk.lines.join("\n");
-    if walk.lines.is_empty() {
-        text = "(empty folder)".to_string();
-    }
-    Ok((text, walk.omitted))
+    let text = if walk.lines.is_empty() {
+        "(empty folder)".to_string()
+    } else {
+        walk.lines.join("\n")
+    };
+    Ok(Listing {
+        text,
+        shown: walk.lines.len(),
+        omitted: walk.omitted,
+    })
 }
 
 impl Walk<'_, '_, '_> {

@@ -74,7 +74,8 @@ impl Tool for ListDirectory {
                 "{display} is a file, not a folder; use read_file to read it"
             )));
         }
-        let (text, omitted) = list_opened(&self.state, &handle, depth as usize, ctx)?;
+        let listing = list_opened(&self.state, &handle, depth as usize, ctx)?;
+        let (text, omitted) = (&listing.text, listing.omitted);
         let mut out = format!("{display} (kind, size in bytes, path):\n{text}\n");
         if omitted > 0 {
             out.push_str(&format!(
@@ -82,27 +83,26 @@ impl Tool for ListDirectory {
                 self.state.config.max_list_entries
             ));
         }
-        let entries = text.lines().count() as u64;
         Ok(Structured::new(
             out,
             ListDirectoryOutput {
                 path: display,
-                entries,
+                entries: listing.shown as u64,
                 omitted: omitted as u64,
             },
         ))
     }
 }
 
-/// Lists an opened folder to `depth` levels under the mount's entry cap:
-/// the listing's text and how many entries were left out. Shared with
+/// Lists an opened folder to `depth` levels under the mount's entry cap.
+/// Shared with
 /// read_file, which answers a folder path with its listing.
 pub(crate) fn list_opened(
     state: &Shared,
     handle: &ReadHandle,
     depth: usize,
     ctx: &Context<'_>,
-) -> Result<(String, usize), ToolError> {
+) -> Result<listing::Listing, ToolError> {
     let policy = &state.policy;
     let below_root = policy
         .read_roots()

@@ -99,7 +99,8 @@ impl ReadFile {
         let handle = policy.open_read("file_path", &input.file_path, ctx.working_dir())?;
         let display = handle.resolved.display.as_str();
         if fd::is_dir(&handle.stat) {
-            let (text, omitted) = super::list_directory::list_opened(&self.state, &handle, 1, ctx)?;
+            let crate::listing::Listing { text, omitted, .. } =
+                super::list_directory::list_opened(&self.state, &handle, 1, ctx)?;
             let more = if omitted > 0 {
                 format!("\n[{omitted} more entries not shown]")
             } else {
