@@ -13,14 +13,8 @@ use serde_json::{json, Value};
 /// script, an audit log and a state folder the plan keeps in the project.
 fn project(lab: &Lab, user: User) {
     lab.folder("proj", user);
-    lab.folder("proj/hooks", user);
     lab.folder("proj/logs", user);
-    let hook = lab.file(
-        "proj/hooks/review.sh",
-        "#!/bin/sh\necho '{\"decision\": \"allow\"}'\n",
-        user,
-    );
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    lab.allow_hook("proj/hooks/review.sh", user);
     lab.file(
         "proj/toolhost.toml",
         "[host]\naudit_log = \"logs/audit.jsonl\"\nstate_dir = \".toolhost\"\n\

@@ -153,13 +153,7 @@ fn a_rewritten_hook_script_is_refused_with_a_hash_mismatch() {
     let lab = Lab::new();
     let user = User::Root;
     lab.folder("proj", user);
-    lab.folder("proj/hooks", user);
-    let hook = lab.file(
-        "proj/hooks/review.sh",
-        "#!/bin/sh\necho '{\"decision\": \"allow\"}'\n",
-        user,
-    );
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    lab.allow_hook("proj/hooks/review.sh", user);
     // on_failure = allow: a changed hook fails closed all the same. The
     // shell runs with its sandbox off, as the weakest plan would have it.
     lab.file(
