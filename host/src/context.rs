@@ -1,17 +1,13 @@
 //! The host's side of the per-call context a running tool receives.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abi_stable::std_types::RStr;
 use serde_json::Value;
-use toolhost_core::abi::{FfiContext, NO_DEADLINE};
+use toolhost_core::abi::{level, FfiContext, NO_DEADLINE};
 
 use crate::cancel::CancelToken;
-use crate::loader::log_line;
-
-/// Where progress reports go (MCP progress notifications, a terminal bar).
-pub type ProgressSink = Arc<dyn Fn(Value) + Send + Sync>;
+pub use crate::progress::ProgressSink;
 
 /// Cancel token, deadline and callbacks for one call.
 pub struct CallContext {
@@ -65,5 +61,19 @@ pub(crate) fn remaining_ms(deadline: Option<Instant>) -> u64 {
             u64::try_from(d.saturating_duration_since(Instant::now()).as_millis()).unwrap_or(NO_DEADLINE - 1)
         }
         None => NO_DEADLINE,
+    }
+}
+
+/// Writes one module log line into `tracing`, attributed to the module (and
+/// the call, when there is one), redacted and escaped to one line.
+pub fn log_line(module: &str, call: Option<&str>, lvl: u8, message: &str) {
+    let call = call.unwrap_or("");
+    let message = crate::governance::redact::log_message(message);
+    match lvl {
+        level::ERROR => tracing::error!(target: "toolhost::module", module, call, "{message}"),
+        level::WARN => tracing::warn!(target: "toolhost::module", module, call, "{message}"),
+        level::INFO => tracing::info!(target: "toolhost::module", module, call, "{message}"),
+        level::DEBUG => tracing::debug!(target: "toolhost::module", module, call, "{message}"),
+        _ => tracing::trace!(target: "toolhost::module", module, call, "{message}"),
     }
 }

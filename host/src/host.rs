@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use crate::events::EventBus;
-use crate::loader::{self, MountedModule};
+use crate::loader::MountedModule;
 use crate::plan::Plan;
 use crate::registry::{Registry, RegistryError};
 use crate::tool::MountedTool;
@@ -150,7 +150,7 @@ impl Host {
         }
         for entry in &host.plan.tools {
             let mut report = ModuleReport::new(entry.label());
-            match loader::mount(entry, &host.plan, &host.events) {
+            match crate::source::mount(entry, &host.plan, &host.events) {
                 Ok(module) => {
                     report.loaded = Some((module.info.name.clone(), module.info.version.clone()));
                     report.path = Some(module.info.path.clone());

@@ -30,6 +30,7 @@ pub mod mcp;
 pub mod pipeline;
 pub mod plan;
 pub mod private_file;
+pub mod progress;
 pub mod registry;
 pub mod session;
 pub mod source;

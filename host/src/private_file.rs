@@ -21,7 +21,7 @@ pub fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .mode(0o700)
             .create(dir)?;
         let meta = std::fs::symlink_metadata(dir)?;
-        if !meta.is_dir() || meta.uid() != crate::plan::trust::current_uid() {
+        if !meta.is_dir() || meta.uid() != current_uid() {
             return Err(std::io::Error::other(format!(
                 "{} is not a folder owned by this user (a link, or another user's)",
                 dir.display()
@@ -44,4 +44,10 @@ pub fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+/// The running user's id.
+pub fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }

@@ -121,7 +121,7 @@ pub struct MountedTool {
     validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
     output_validator: OnceLock<Option<Result<jsonschema::Validator, SchemaError>>>,
     /// A foreign tool's fingerprint and whether `toolhost.lock` holds it back.
-    pin: OnceLock<crate::surface::pin::Pin>,
+    pin: OnceLock<crate::surface::fingerprint::Pin>,
 }
 
 impl MountedTool {
@@ -139,12 +139,12 @@ impl MountedTool {
     }
 
     /// Records the tool's pin (once, from its source's list walk).
-    pub fn set_pin(&self, pin: crate::surface::pin::Pin) {
+    pub fn set_pin(&self, pin: crate::surface::fingerprint::Pin) {
         let _ = self.pin.set(pin);
     }
 
     /// Its pin, when it is a foreign (MCP) tool.
-    pub fn pin(&self) -> Option<&crate::surface::pin::Pin> {
+    pub fn pin(&self) -> Option<&crate::surface::fingerprint::Pin> {
         self.pin.get()
     }
 

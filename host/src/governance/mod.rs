@@ -1,7 +1,7 @@
 //! Governance (issue #16): who calls ([`principals`]), what they may call
 //! ([`grants`]), the ids they attach ([`request`]), tool versions and
 //! deprecation ([`deprecation`]), and the output guardrail ([`redact`]).
-//! The audit chain that records it all is [`crate::pipeline::audit`].
+//! The audit chain that records it all is the pipeline's audit log.
 
 pub mod deprecation;
 mod error;
@@ -12,7 +12,7 @@ pub mod request;
 
 pub use error::{GovernanceError, GrantProblem, PrincipalProblem, RequestIdError, SunsetError};
 
-use crate::plan::PolicySection;
+use crate::plan::schema::PolicySection;
 
 /// The plan's governance, checked.
 #[derive(Debug, Clone, Default)]

@@ -84,7 +84,7 @@ impl Directory {
                 (_, Some(hex)) => Some(hex.to_ascii_lowercase()),
                 (Some(var), None) => match std::env::var(var) {
                     Ok(token) if !token.trim().is_empty() => {
-                        Some(crate::pipeline::audit::sha256_hex(token.trim().as_bytes()))
+                        Some(crate::state::canonical::sha256_hex(token.trim().as_bytes()))
                     }
                     _ => {
                         warnings.push(format!(
@@ -111,13 +111,23 @@ impl Directory {
     /// The principal whose token this is. Every digest is compared (no
     /// early exit), so timing does not tell which principal came close.
     pub fn identify(&self, token: &str) -> Option<&str> {
-        let digest = crate::pipeline::audit::sha256_hex(token.as_bytes());
+        let digest = crate::state::canonical::sha256_hex(token.as_bytes());
         let mut found = None;
         for (name, known) in &self.digests {
-            if crate::mcp::auth::same(digest.as_bytes(), known.as_bytes()) && found.is_none() {
+            if same(digest.as_bytes(), known.as_bytes()) && found.is_none() {
                 found = Some(name.as_str());
             }
         }
         found
     }
+}
+
+/// Compares without stopping at the first difference, so response times do
+/// not reveal how much of a guess was right.
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
+    }
+    diff == 0
 }

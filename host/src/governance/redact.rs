@@ -320,8 +320,8 @@ impl Redactor {
     /// other string) before passing it on.
     pub fn progress_sink(
         &self,
-        sink: Option<crate::context::ProgressSink>,
-    ) -> Option<crate::context::ProgressSink> {
+        sink: Option<crate::progress::ProgressSink>,
+    ) -> Option<crate::progress::ProgressSink> {
         let sink = sink?;
         let redactor = self.clone();
         Some(std::sync::Arc::new(move |mut report: Value| {
@@ -488,7 +488,7 @@ mod tests {
         );
 
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink: crate::context::ProgressSink = {
+        let sink: crate::progress::ProgressSink = {
             let seen = seen.clone();
             Arc::new(move |v| seen.lock().unwrap().push(v))
         };

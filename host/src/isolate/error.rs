@@ -6,7 +6,7 @@
 //! worker prefixes its open and mount errors), so no caller has to look at
 //! the message to decide whether to prefix it.
 
-use crate::loader::ModuleError;
+use crate::loader::error::ModuleError;
 
 use super::frame::ReadError;
 

@@ -3,8 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
-use toolhost_core::abi::{level, FfiCoordinator, FfiToolBox};
+use toolhost_core::abi::{FfiCoordinator, FfiToolBox};
 
+use crate::context::log_line;
 use crate::events::EventBus;
 
 /// Collects a module's registrations during `mount`, and afterwards carries
@@ -70,19 +71,5 @@ impl FfiCoordinator for HostCoordinator {
 
     fn log(&self, level: u8, message: RStr<'_>) {
         log_line(&self.module, None, level, message.as_str());
-    }
-}
-
-/// Writes one module log line into `tracing`, attributed to the module (and
-/// the call, when there is one), redacted and escaped to one line.
-pub fn log_line(module: &str, call: Option<&str>, lvl: u8, message: &str) {
-    let call = call.unwrap_or("");
-    let message = crate::governance::redact::log_message(message);
-    match lvl {
-        level::ERROR => tracing::error!(target: "toolhost::module", module, call, "{message}"),
-        level::WARN => tracing::warn!(target: "toolhost::module", module, call, "{message}"),
-        level::INFO => tracing::info!(target: "toolhost::module", module, call, "{message}"),
-        level::DEBUG => tracing::debug!(target: "toolhost::module", module, call, "{message}"),
-        _ => tracing::trace!(target: "toolhost::module", module, call, "{message}"),
     }
 }

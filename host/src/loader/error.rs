@@ -99,11 +99,11 @@ pub enum ModuleError {
     /// An isolated module's worker could not be started or mounted; the
     /// message names the entry already.
     #[error(transparent)]
-    Isolated(#[from] crate::isolate::SupervisorError),
+    Isolated(#[from] crate::isolate::error::SupervisorError),
     /// A mounted MCP server could not be connected to, initialized or
     /// listed; the message names the entry already.
     #[error(transparent)]
-    McpSource(#[from] crate::source::mcp::SourceError),
+    McpSource(#[from] crate::source::mcp::error::SourceError),
     /// The module's `mount` (or a tool spec it registered) failed.
     #[error("module '{label}': {detail}")]
     Mount {

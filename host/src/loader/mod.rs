@@ -2,12 +2,12 @@
 //! version, mount it, and collect its tools under their public names.
 
 mod coordinator;
-mod error;
+pub(crate) mod error;
 mod inspect;
 pub(crate) mod library;
 pub(crate) mod locate;
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,13 +17,14 @@ use toolhost_core::abi::{FfiCleanupBox, FfiCoordinator_TO};
 use toolhost_core::wire::{HostInfo, MountEnvelope};
 use toolhost_core::ToolSpec;
 
-pub use coordinator::{log_line, HostCoordinator};
+pub use crate::context::log_line;
+pub use coordinator::HostCoordinator;
 pub use error::ModuleError;
 pub use inspect::{exports_root_module, ROOT_MODULE_SYMBOL};
 pub use library::{first_lines, open_root};
 
 use crate::events::EventBus;
-use crate::plan::{Isolation, ModuleEntry, ModuleSource, Plan};
+use crate::plan::{ModuleEntry, ModuleSource, Plan};
 use crate::tool::{ModuleInfo, MountedTool, SourceKind};
 
 /// A module that mounted: its tools, and the cleanup still owed.
@@ -74,21 +75,17 @@ impl Drop for MountedModule {
     }
 }
 
-/// Loads and mounts one plan entry.
-pub fn mount(entry: &ModuleEntry, plan: &Plan, events: &Arc<EventBus>) -> Result<MountedModule, ModuleError> {
-    let started = Instant::now();
+/// Loads the library at `path` (found for `entry` since `started`) into
+/// the host and mounts it.
+pub fn mount_library(
+    entry: &ModuleEntry,
+    plan: &Plan,
+    events: &Arc<EventBus>,
+    path: &Path,
+    started: Instant,
+) -> Result<MountedModule, ModuleError> {
     let label = entry.label();
-    let path: PathBuf = match &entry.source {
-        ModuleSource::Name(name) => locate::find(name, &plan.module_path)?,
-        ModuleSource::Path(path) => {
-            locate::exists(path)?;
-            path.clone()
-        }
-        ModuleSource::Mcp(mcp) => return Ok(crate::source::mcp::mount(entry, mcp, plan, events)?),
-    };
-    if entry.isolation == Isolation::Process {
-        return crate::isolate::mount(entry, plan, events, &path);
-    }
+    let path = path.to_path_buf();
     let library = library::open(&path, &label)?;
     let manifest = library.manifest;
     check_manifest(entry, &manifest, &path)?;

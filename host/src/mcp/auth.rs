@@ -19,6 +19,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderMap, AUTHORIZATION, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 
+use crate::governance::principals::same;
+
 /// The response body type the HTTP transport speaks.
 pub type Body = BoxBody<Bytes, Infallible>;
 
@@ -185,16 +187,6 @@ impl Gate {
             (false, None) => None,
         }
     }
-}
-
-/// Compares without stopping at the first difference, so response times do
-/// not reveal how much of a guess was right.
-pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for (i, x) in a.iter().enumerate() {
-        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
-    }
-    diff == 0
 }
 
 /// 401 with a bearer challenge; nothing behind it ran.

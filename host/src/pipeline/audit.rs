@@ -16,12 +16,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use toolhost_core::RequestContext;
 
 use super::audit_file::FileSink;
 use super::audit_sink::{AuditSink, AuditSinkError};
-use crate::plan::HostSection;
+use crate::plan::schema::HostSection;
 
 /// The `prev_sha256` of the first record of a chain.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -282,10 +281,7 @@ impl Chain {
     }
 }
 
-/// Hex SHA-256 of bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::state::canonical::sha256_hex;
 
 /// Hex SHA-256 of a value's JSON text, and that text's length.
 pub fn input_digest(input: &Value) -> (String, usize) {

@@ -200,7 +200,7 @@ fn unsafe_kind(meta: &std::fs::Metadata) -> Option<String> {
     if !kind.is_file() {
         return Some("it is not a regular file".into());
     }
-    let me = crate::plan::trust::current_uid();
+    let me = crate::private_file::current_uid();
     if meta.uid() != me {
         return Some(format!(
             "it is owned by uid {}, not by this user (uid {me})",

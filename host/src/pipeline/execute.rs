@@ -273,10 +273,51 @@ fn settle(mut result: ToolResult, why: Option<Status>, tool: &MountedTool, limit
     result
 }
 
+/// The answer for a call whose isolated tool ignored cancellation past the
+/// grace period: its worker is killed (so nothing is left running), and the
+/// call is answered `timeout` or `cancelled` saying so. `None` for a tool
+/// that runs in the host, which can only be abandoned.
+fn ended_stuck(
+    tool: &MountedTool,
+    id: &str,
+    why: toolhost_core::Status,
+    limits: &Limits,
+) -> Option<toolhost_core::ToolResult> {
+    use toolhost_core::wire::codes;
+    let process = tool.module.process.as_ref()?;
+    if !process.0.kill_stuck() {
+        return None;
+    }
+    tracing::warn!(tool = tool.name(), call = %id, "tool ignored cancellation; killed its worker");
+    let (code, what) = match why {
+        toolhost_core::Status::Timeout => (
+            codes::TIMEOUT,
+            format!("timed out after {}s", limits.timeout.as_secs_f64()),
+        ),
+        _ => (codes::CANCELLED, "was cancelled".to_string()),
+    };
+    let mut result = toolhost_core::ToolResult::failure(
+        id,
+        why,
+        code,
+        format!(
+            "'{}' {what} and did not stop within {:.1}s, so its worker process was killed; \
+             the module restarts on the next call",
+            tool.name(),
+            limits.grace.as_secs_f64()
+        ),
+    );
+    result
+        .metadata
+        .extra
+        .insert("worker_killed".into(), serde_json::json!(true));
+    Some(result)
+}
+
 /// The host's answer for a call whose tool ignored cancellation (for `why`)
 /// past the grace period.
 fn abandoned_answer(tool: &MountedTool, id: &str, why: Status, limits: &Limits) -> ToolResult {
-    if let Some(result) = crate::isolate::ended_stuck(tool, id, why, limits) {
+    if let Some(result) = ended_stuck(tool, id, why, limits) {
         return result;
     }
     tracing::warn!(tool = tool.name(), call = %id, "tool ignored cancellation; abandoning its thread");

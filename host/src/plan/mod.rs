@@ -9,10 +9,11 @@ mod discover;
 mod entry_error;
 mod env_expand;
 mod mcp_error;
+mod module_path;
 #[cfg(test)]
 mod props;
 mod ready;
-mod schema;
+pub(crate) mod schema;
 pub mod state_dir;
 pub mod trust;
 
@@ -297,7 +298,7 @@ impl Plan {
             module_path.push(resolve(dir)?);
         }
         if raw.host.module_path.is_empty() {
-            module_path.extend(crate::loader::locate::beside_exe());
+            module_path.extend(module_path::beside_exe());
         }
 
         let mut tools = Vec::with_capacity(raw.tools.len());

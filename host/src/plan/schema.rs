@@ -102,7 +102,7 @@ pub struct HostSection {
     /// and the pages and bytes of one `tools/list` walk).
     #[serde(default)]
     pub mcp_limits: crate::source::mcp::bounds::McpLimits,
-    // Surface: what a client sees of the tools (see `crate::surface`).
+    // Surface: what a client sees of the tools (see the `surface` module).
     /// `"all"` lists every tool; `"search"` lists `tool_search` and the
     /// `always_on` tools, and every tool stays callable by name.
     #[serde(default)]

@@ -88,11 +88,7 @@ pub enum OwnerProblem {
     },
 }
 
-/// The running user's id.
-pub fn current_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
+pub use crate::private_file::current_uid;
 
 /// Whether `file` is owned by this user or root.
 pub fn owned_by_us(file: &Path) -> bool {

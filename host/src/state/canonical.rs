@@ -16,6 +16,11 @@ pub fn digest(input: &Value) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Hex SHA-256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use crate::plan::{HostSection, IdempotencyTtl};
+use crate::plan::schema::{HostSection, IdempotencyTtl};
 
 /// A `[host]` shared-state key the host cannot use; the plan loader
-/// reports it as [`crate::plan::PlanError::Invalid`].
+/// reports it as `PlanError::Invalid`.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// `idempotency_ttl` text that humantime cannot read.

@@ -14,6 +14,7 @@
 //! A tool a principal's grants do not cover is never listed, found or
 //! callable, whatever the toolset or discovery mode.
 
+pub mod fingerprint;
 pub mod host_tools;
 pub mod outputs;
 pub mod pin;

@@ -7,7 +7,7 @@
 
 pub mod bounds;
 mod convert;
-mod error;
+pub(crate) mod error;
 mod list_filter;
 mod probe;
 mod runtime;
