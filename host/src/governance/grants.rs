@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use toolhost_core::{Effect, RequestContext, Status, ToolResult};
 
-use super::{GovernanceError, GrantProblem};
+use super::error::{GovernanceError, GrantProblem};
 use crate::tool::MountedTool;
 
 /// The refusal code of every grant check.

@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::{GovernanceError, PrincipalProblem};
+use super::error::{GovernanceError, PrincipalProblem};
 
 /// One `[[principals]]` entry as written.
 #[derive(Debug, Clone, Deserialize)]

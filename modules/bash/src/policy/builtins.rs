@@ -4,9 +4,9 @@
 //! are refused.
 
 use super::getopt::{self, Options};
-use super::parse::Unreadable;
+use super::inner::{joined, Inner};
+use super::unreadable::Unreadable;
 use super::words::Arg;
-use super::wrappers::{joined, Inner};
 
 const COMMAND: Options = Options {
     short_flag: "pvV",

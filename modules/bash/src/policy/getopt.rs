@@ -6,7 +6,7 @@
 //! one computed at run time, is an error: guessing its arity could make the
 //! policy check the wrong word as the command.
 
-use super::parse::Unreadable;
+use super::unreadable::Unreadable;
 use super::words::Arg;
 
 /// The options one program accepts.

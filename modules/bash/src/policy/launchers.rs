@@ -8,10 +8,10 @@
 //! so the program it starts is checked as a command in turn.
 
 use super::getopt::{self, Options};
-use super::parse::Unreadable;
+use super::inner::Inner;
 use super::shells;
+use super::unreadable::Unreadable;
 use super::words::Arg;
-use super::wrappers::Inner;
 
 /// The loader's options (`ld.so --help`); those with a value take it as the
 /// next word.

@@ -13,10 +13,12 @@
 pub mod arith;
 pub mod builtins;
 pub mod getopt;
+pub mod inner;
 pub mod launchers;
 pub mod names;
 pub mod parse;
 pub mod shells;
+pub mod unreadable;
 pub mod values;
 pub mod words;
 pub mod wrappers;

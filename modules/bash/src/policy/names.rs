@@ -3,9 +3,9 @@
 //! EXPR`, … A subscript in such a name is evaluated as arithmetic, so
 //! `read 'a[$(rm y)]'` runs `rm y`; these are handed to [`Values`].
 
+use super::inner::{assignment_name, base};
 use super::values::{code_var, Refusal, Values};
 use super::words::Arg;
-use super::wrappers::{assignment_name, base};
 
 /// Notes what the command `words` does with variable names.
 pub fn operands(words: &[Arg], values: &mut Values) -> Result<(), Refusal> {

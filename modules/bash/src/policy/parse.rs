@@ -6,6 +6,8 @@
 use brush_parser::ast;
 use brush_parser::{Parser, ParserOptions, SourceInfo};
 
+pub use super::unreadable::{short, Unreadable};
+
 use super::names;
 use super::values::Values;
 use super::words::{self, Arg, WordScan};
@@ -32,25 +34,6 @@ impl Invocation {
     /// The command text, for messages.
     pub fn text(&self) -> String {
         self.words.iter().map(Arg::display).collect::<Vec<_>>().join(" ")
-    }
-}
-
-/// Why a command string could not be checked: what the policy cannot
-/// decide, with what to write instead. Every part of the checker (words,
-/// wrapper options, builtins) reports with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unreadable(pub String);
-
-impl From<String> for Unreadable {
-    fn from(why: String) -> Unreadable {
-        Unreadable(why)
-    }
-}
-
-impl From<&str> for Unreadable {
-    fn from(why: &str) -> Unreadable {
-        Unreadable(why.to_string())
     }
 }
 
@@ -391,15 +374,6 @@ impl Walker {
         }
         Ok(())
     }
-}
-
-/// The first 80 characters of a command, for messages.
-pub fn short(text: &str) -> String {
-    let mut s: String = text.chars().take(80).collect();
-    if s.len() < text.len() {
-        s.push('…');
-    }
-    s
 }
 
 #[cfg(test)]

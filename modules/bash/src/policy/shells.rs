@@ -4,8 +4,8 @@
 //! not in the command the policy reads (or can change before it runs).
 
 use super::getopt::{self, Options};
+use super::inner::{joined, Inner};
 use super::words::Arg;
-use super::wrappers::{joined, Inner};
 
 /// Shells whose `-c STRING` is parsed as a script.
 pub const SHELLS: &[&str] = &[

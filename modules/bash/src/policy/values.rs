@@ -222,7 +222,7 @@ impl Values {
                      number; a value such as `a[$(…)]` would run a command. Give `{name}` a literal number in \
                      this command, or compare with `[ \"${name}\" -gt 0 ]` / compute with `expr`, which do not \
                      evaluate it",
-                    super::parse::short(expr.trim())
+                    super::unreadable::short(expr.trim())
                 ));
             }
         }

@@ -7,7 +7,7 @@ use brush_parser::word::{
 };
 use brush_parser::ParserOptions;
 
-use super::parse::Unreadable;
+use super::unreadable::Unreadable;
 
 /// A word of a simple command.
 #[derive(Debug, Clone, PartialEq, Eq)]

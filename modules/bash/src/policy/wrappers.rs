@@ -6,26 +6,12 @@
 //! Options are read with each program's own option table ([`getopt`]); an
 //! option outside the table is refused rather than guessed.
 
+pub use super::inner::{assignment_name, base, joined, Inner};
+
 use super::getopt::{self, Options};
-use super::parse::Unreadable;
+use super::unreadable::Unreadable;
 use super::words::Arg;
 use super::{builtins, launchers, shells};
-
-/// What a wrapper runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Inner {
-    /// These words, as a command (itself checked for wrappers in turn).
-    Command(Vec<Arg>),
-    /// This text, as a shell script.
-    Script(String),
-    /// Something that cannot be read before it runs.
-    Unknowable(String),
-}
-
-/// The base name of a command word: `/usr/bin/sudo` → `sudo`.
-pub fn base(name: &str) -> &str {
-    name.rsplit('/').next().unwrap_or(name)
-}
 
 /// What a wrapper does when it is given no command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -400,38 +386,6 @@ pub fn skip_assignments(args: &[Arg]) -> &[Arg] {
         .take_while(|a| a.lit().is_some_and(|w| w.find('=').is_some_and(|at| at > 0)))
         .count();
     &args[n..]
-}
-
-/// The variable a `NAME=value` word sets.
-pub fn assignment_name(word: &str) -> Option<&str> {
-    let (name, _) = word.split_once('=')?;
-    let name = name.strip_suffix('+').unwrap_or(name);
-    let ok = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    ok.then_some(name)
-}
-
-/// The words as one script (`eval a b` runs `a b`), or why not.
-pub fn joined(args: &[Arg], what: &str) -> Result<Option<Inner>, Unreadable> {
-    if args.is_empty() {
-        return Ok(None);
-    }
-    let mut text = Vec::new();
-    for a in args {
-        match a {
-            Arg::Lit(s) => text.push(s.as_str()),
-            Arg::Dyn(s) => {
-                return Err(Unreadable::from(format!(
-                    "`{what}` runs text computed at run time (`{s}`), which the command policy cannot check; \
-                     write the command literally"
-                )))
-            }
-        }
-    }
-    Ok(Some(Inner::Script(text.join(" "))))
 }
 
 const ENV: Options = Options {
