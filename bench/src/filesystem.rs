@@ -10,15 +10,12 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::sabi_types::RRef;
 use serde_json::{json, Value};
 use toolhost::cancel::CancelToken;
 use toolhost::context::CallContext;
 use toolhost::host::Host;
 use toolhost::pipeline::{Call, Pipeline};
 use toolhost::plan::Plan;
-use toolhost_core::abi::FfiContext_TO;
 
 use crate::report::Bench;
 
@@ -82,8 +79,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         call_id: "b".into(),
     };
     let direct = b.time(200, b.n(5_000), || {
-        let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
-        std::hint::black_box(tool.execute_blocking(&request, ffi));
+        std::hint::black_box(tool.execute_blocking(&request, &ctx));
     });
     b.row(
         "filesystem",

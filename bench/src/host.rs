@@ -7,8 +7,6 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::sabi_types::RRef;
 use serde_json::json;
 use toolhost::cancel::CancelToken;
 use toolhost::context::CallContext;
@@ -16,7 +14,6 @@ use toolhost::host::Host;
 use toolhost::pipeline::handoff::Handoff;
 use toolhost::pipeline::{Call, Pipeline};
 use toolhost::plan::Plan;
-use toolhost_core::abi::FfiContext_TO;
 
 use crate::report::{Bench, Stats};
 
@@ -74,8 +71,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         call_id: "b".into(),
     };
     let direct = b.time(1000, b.n(20_000), || {
-        let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
-        std::hint::black_box(tool.execute_blocking(&request, ffi));
+        std::hint::black_box(tool.execute_blocking(&request, &ctx));
     });
     b.row("host", "echo: direct in-process FFI call", direct, None);
 

@@ -11,10 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::sabi_types::RRef;
-use toolhost_core::abi::FfiContext_TO;
-
 use crate::cancel::CancelToken;
 use crate::context::CallContext;
 use crate::host::Host;
@@ -68,9 +64,8 @@ pub fn end(host: &Host, session: &str) {
             module: tool.module.name.clone(),
             call_id: format!("session-end:{session}"),
         };
-        let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
         let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tool.execute_blocking(&request, ffi)
+            tool.execute_blocking(&request, &ctx)
         }));
         let taken =
             |text: &str| serde_json::from_str::<toolhost_core::ToolResult>(text).is_ok_and(|r| r.success);

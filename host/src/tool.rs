@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use abi_stable::std_types::RStr;
-use toolhost_core::abi::{FfiContextRef, FfiToolBox};
 use toolhost_core::ToolSpec;
+
+use crate::context::CallContext;
 
 /// Facts about a mounted module that its tools and reports share.
 #[derive(Debug)]
@@ -93,6 +93,18 @@ impl std::fmt::Debug for ProcessHandle {
     }
 }
 
+/// Where a tool's calls run: a source of tools as the pipeline's execute
+/// stage sees it. Three sources implement it: a library loaded into the
+/// host (through its FFI object), a library in a worker process, and a
+/// mounted MCP server. The host's own interface, so that only the
+/// in-process source speaks the module ABI.
+pub trait ToolBackend: Send + Sync {
+    /// Runs one call (`call_json`, a `CallRequest`) and answers its
+    /// `ToolResult` as JSON text. Blocking: run it on a blocking thread.
+    /// `ctx` carries the call's cancel token, deadline and progress sink.
+    fn call(&self, call_json: &str, ctx: &CallContext) -> String;
+}
+
 /// A tool's input or output schema that does not compile; the pipeline
 /// answers `internal` (input) or `invalid_output` (output) with it. A
 /// single struct: both callers only print it, and which schema it was is
@@ -117,7 +129,7 @@ pub struct MountedTool {
     pub module_name: String,
     /// Its module.
     pub module: Arc<ModuleInfo>,
-    ffi: FfiToolBox,
+    backend: Box<dyn ToolBackend>,
     validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
     output_validator: OnceLock<Option<Result<jsonschema::Validator, SchemaError>>>,
     /// A foreign tool's fingerprint and whether `toolhost.lock` holds it back.
@@ -125,13 +137,18 @@ pub struct MountedTool {
 }
 
 impl MountedTool {
-    /// Wraps a registered tool object under its public spec.
-    pub fn new(spec: ToolSpec, module_name: String, module: Arc<ModuleInfo>, ffi: FfiToolBox) -> Self {
+    /// A tool of `module` under its public spec, run by `backend`.
+    pub fn new(
+        spec: ToolSpec,
+        module_name: String,
+        module: Arc<ModuleInfo>,
+        backend: Box<dyn ToolBackend>,
+    ) -> Self {
         MountedTool {
             spec,
             module_name,
             module,
-            ffi,
+            backend,
             validator: OnceLock::new(),
             output_validator: OnceLock::new(),
             pin: OnceLock::new(),
@@ -196,8 +213,9 @@ impl MountedTool {
         })
     }
 
-    /// Calls into the module. Blocking: run it on a blocking thread.
-    pub fn execute_blocking(&self, call_json: &str, ctx: FfiContextRef<'_>) -> String {
-        self.ffi.execute(RStr::from_str(call_json), ctx).into_string()
+    /// Runs one call in the tool's source. Blocking: run it on a blocking
+    /// thread.
+    pub fn execute_blocking(&self, call_json: &str, ctx: &CallContext) -> String {
+        self.backend.call(call_json, ctx)
     }
 }

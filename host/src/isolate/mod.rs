@@ -22,19 +22,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RStr, RString};
-use toolhost_core::abi::{FfiCleanup, FfiCleanup_TO, FfiContextRef, FfiTool, FfiTool_TO};
-
 pub use error::SupervisorError;
 pub use exit::{describe, signal_name, Ended};
 pub use ledger::{Ledger, MAX_CRASHES, WINDOW};
 pub use supervisor::{crashed_result, set_worker_program, Supervisor};
 
+use crate::context::CallContext;
 use crate::events::EventBus;
 use crate::loader::{self, MountedModule};
 use crate::plan::{ModuleEntry, Plan};
-use crate::tool::{ModuleInfo, MountedTool, ProcessControl, ProcessHandle, SourceKind};
+use crate::tool::{ModuleInfo, MountedTool, ProcessControl, ProcessHandle, SourceKind, ToolBackend};
 
 /// Mounts the library at `path` in a worker process.
 pub fn mount(
@@ -69,18 +66,19 @@ pub fn mount(
     let mut tools = Vec::with_capacity(mounted.specs.len());
     for spec_text in mounted.specs {
         let (spec, module_name) = loader::public_spec(entry, plan, &spec_text)?;
-        let ffi = FfiTool_TO::from_value(
-            WorkerTool {
-                supervisor: supervisor.clone(),
-                name: module_name.clone(),
-                spec: spec_text,
-            },
-            TD_Opaque,
-        );
-        tools.push(Arc::new(MountedTool::new(spec, module_name, info.clone(), ffi)));
+        let backend = Box::new(WorkerTool {
+            supervisor: supervisor.clone(),
+            name: module_name.clone(),
+        });
+        tools.push(Arc::new(MountedTool::new(
+            spec,
+            module_name,
+            info.clone(),
+            backend,
+        )));
     }
     let grace = Duration::from_millis(plan.host.cancel_grace_ms);
-    let cleanup = FfiCleanup_TO::from_value(WorkerCleanup { supervisor, grace }, TD_Opaque);
+    let cleanup: loader::Cleanup = Box::new(move || supervisor.shutdown(grace));
     Ok(MountedModule::new(
         info,
         tools,
@@ -90,33 +88,16 @@ pub fn mount(
     ))
 }
 
-/// A tool of an isolated module, as the host's FFI object: `execute`
-/// forwards the call to the worker and waits for its answer.
+/// A tool of an isolated module: a call goes to the worker, and the
+/// caller waits for its answer.
 struct WorkerTool {
     supervisor: Arc<Supervisor>,
     name: String,
-    spec: String,
 }
 
-impl FfiTool for WorkerTool {
-    fn spec(&self) -> RString {
-        RString::from(self.spec.as_str())
-    }
-
-    fn execute(&self, call: RStr<'_>, ctx: FfiContextRef<'_>) -> RString {
-        RString::from(self.supervisor.call(&self.name, call.as_str(), &ctx))
-    }
-}
-
-/// Ends the worker when the host unmounts the module.
-struct WorkerCleanup {
-    supervisor: Arc<Supervisor>,
-    grace: Duration,
-}
-
-impl FfiCleanup for WorkerCleanup {
-    fn cleanup(&mut self) {
-        self.supervisor.shutdown(self.grace);
+impl ToolBackend for WorkerTool {
+    fn call(&self, call_json: &str, ctx: &CallContext) -> String {
+        self.supervisor.call(&self.name, call_json, ctx)
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use abi_stable::std_types::RStr;
 use serde_json::{json, Value};
-use toolhost_core::abi::{level, FfiContextRef, NO_DEADLINE};
+use toolhost_core::abi::{level, FfiContext, NO_DEADLINE};
 use toolhost_core::wire::codes;
 use toolhost_core::{Manifest, Status, ToolResult};
 
@@ -23,6 +23,7 @@ use super::error::{Step, SupervisorError};
 use super::exit::{self, Ended};
 use super::frame::{self, Frame, Kind, ReadError};
 use super::restart::Restarts;
+use crate::context::CallContext;
 use crate::events::EventBus;
 use crate::loader::{log_line, ModuleError};
 
@@ -486,7 +487,7 @@ impl Supervisor {
     /// The live worker, started (after the backoff) if there is none.
     /// A caller waits for another caller's restart only as long as its
     /// own deadline and cancellation allow.
-    fn live(self: &Arc<Self>, ctx: &FfiContextRef<'_>) -> Result<Arc<Live>, ToolResult> {
+    fn live(self: &Arc<Self>, ctx: &CallContext) -> Result<Arc<Live>, ToolResult> {
         let started = self.state.live(
             || {
                 let (live, _) = self.start(None)?;
@@ -500,7 +501,7 @@ impl Supervisor {
 
     /// Runs one call in the worker and returns its ToolResult as JSON text.
     /// Blocks until the worker answers or dies.
-    pub fn call(self: &Arc<Self>, tool: &str, call_json: &str, ctx: &FfiContextRef<'_>) -> String {
+    pub fn call(self: &Arc<Self>, tool: &str, call_json: &str, ctx: &CallContext) -> String {
         let live = match self.live(ctx) {
             Ok(live) => live,
             Err(result) => return encode(&result),

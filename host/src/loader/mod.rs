@@ -3,6 +3,7 @@
 
 mod coordinator;
 pub(crate) mod error;
+mod in_process;
 mod inspect;
 pub(crate) mod library;
 pub(crate) mod locate;
@@ -13,19 +14,24 @@ use std::time::{Duration, Instant};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr};
-use toolhost_core::abi::{FfiCleanupBox, FfiCoordinator_TO};
+use toolhost_core::abi::FfiCoordinator_TO;
 use toolhost_core::wire::{HostInfo, MountEnvelope};
 use toolhost_core::ToolSpec;
 
 pub use crate::context::log_line;
 pub use coordinator::HostCoordinator;
 pub use error::ModuleError;
+pub use in_process::InProcess;
 pub use inspect::{exports_root_module, ROOT_MODULE_SYMBOL};
 pub use library::{first_lines, open_root};
 
 use crate::events::EventBus;
 use crate::plan::{ModuleEntry, ModuleSource, Plan};
 use crate::tool::{ModuleInfo, MountedTool, SourceKind};
+
+/// What unmounting a module owes, run once after its tools are dropped: a
+/// library's cleanup, a worker's or a server's shutdown.
+pub type Cleanup = Box<dyn FnOnce() + Send>;
 
 /// A module that mounted: its tools, and the cleanup still owed.
 pub struct MountedModule {
@@ -37,7 +43,7 @@ pub struct MountedModule {
     pub load_time: Duration,
     /// Time spent in the module's `mount`.
     pub mount_time: Duration,
-    cleanup: Option<FfiCleanupBox>,
+    cleanup: Option<Cleanup>,
 }
 
 impl MountedModule {
@@ -48,7 +54,7 @@ impl MountedModule {
         tools: Vec<Arc<MountedTool>>,
         load_time: Duration,
         mount_time: Duration,
-        cleanup: Option<FfiCleanupBox>,
+        cleanup: Option<Cleanup>,
     ) -> Self {
         MountedModule {
             info,
@@ -62,9 +68,9 @@ impl MountedModule {
     /// Drops the module's tools, then runs its cleanup (once).
     pub fn cleanup(&mut self) {
         self.tools.clear();
-        if let Some(mut cleanup) = self.cleanup.take() {
+        if let Some(cleanup) = self.cleanup.take() {
             tracing::debug!(module = %self.info.name, "running cleanup");
-            cleanup.cleanup();
+            cleanup();
         }
     }
 }
@@ -116,7 +122,7 @@ pub fn mount_library(
         cleanup: None,
     };
     match outcome {
-        RResult::ROk(cleanup) => module.cleanup = Some(cleanup),
+        RResult::ROk(cleanup) => module.cleanup = Some(in_process::cleanup(cleanup)),
         RResult::RErr(message) => {
             return Err(ModuleError::Mount {
                 label,
@@ -132,7 +138,7 @@ pub fn mount_library(
             spec,
             module_name,
             info.clone(),
-            ffi_tool,
+            Box::new(InProcess(ffi_tool)),
         )));
     }
     Ok(module)

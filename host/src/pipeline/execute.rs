@@ -21,12 +21,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::sabi_types::RRef;
 use serde_json::json;
 use tokio::runtime::Handle;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
-use toolhost_core::abi::FfiContext_TO;
 use toolhost_core::wire::codes;
 use toolhost_core::{CallRequest, Status, ToolResult};
 
@@ -199,8 +196,7 @@ impl Engine {
             call_id: id,
         };
         let job = Box::new(move || {
-            let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
-            catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, ffi)))
+            catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, &ctx)))
                 .map_err(|payload| JobError::Panicked(toolhost_core::panic_message(&*payload)))
         });
         Ok(Armed {

@@ -7,14 +7,12 @@
 
 use std::sync::Arc;
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RStr, RString};
 use serde_json::json;
-use toolhost_core::abi::{FfiContextRef, FfiTool, FfiTool_TO};
 use toolhost_core::wire::codes;
 use toolhost_core::{Effect, Status, ToolResult, ToolSpec};
 
-use crate::tool::{ModuleInfo, MountedTool, SourceKind};
+use crate::context::CallContext;
+use crate::tool::{ModuleInfo, MountedTool, SourceKind, ToolBackend};
 
 /// The search tool's name.
 pub const TOOL_SEARCH: &str = "tool_search";
@@ -28,23 +26,19 @@ pub const DEFAULT_LIMIT: u64 = 5;
 /// The most `tool_search` returns.
 pub const MAX_LIMIT: u64 = 50;
 
-/// The FFI object of a host tool: never called, since the pipeline answers
+/// The backend of a host tool: never called, since the pipeline answers
 /// host tools itself; answers `internal` if something calls it anyway.
 struct InPipeline;
 
-impl FfiTool for InPipeline {
-    fn spec(&self) -> RString {
-        RString::new()
-    }
-
-    fn execute(&self, _call: RStr<'_>, _ctx: FfiContextRef<'_>) -> RString {
+impl ToolBackend for InPipeline {
+    fn call(&self, _call: &str, _ctx: &CallContext) -> String {
         let result = ToolResult::failure(
             "",
             Status::Error,
             codes::INTERNAL,
             "a toolhost host tool was called outside the pipeline",
         );
-        RString::from(serde_json::to_string(&result).unwrap_or_default())
+        serde_json::to_string(&result).unwrap_or_default()
     }
 }
 
@@ -124,8 +118,7 @@ pub fn mounted() -> Vec<Arc<MountedTool>> {
         .into_iter()
         .map(|spec| {
             let name = spec.name.clone();
-            let ffi = FfiTool_TO::from_value(InPipeline, TD_Opaque);
-            Arc::new(MountedTool::new(spec, name, info.clone(), ffi))
+            Arc::new(MountedTool::new(spec, name, info.clone(), Box::new(InPipeline)))
         })
         .collect()
 }

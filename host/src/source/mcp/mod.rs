@@ -18,17 +18,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RStr, RString};
-use toolhost_core::abi::{FfiCleanup, FfiCleanup_TO, FfiContextRef, FfiTool, FfiTool_TO};
-
 pub use error::{HandshakeError, RuntimeError, SourceError};
 pub use server::Server;
 
+use crate::context::CallContext;
 use crate::events::EventBus;
 use crate::loader::{self, MountedModule};
 use crate::plan::{McpSource, ModuleEntry, Plan};
-use crate::tool::{ModuleInfo, MountedTool, SourceKind, ToolWatch, ToolsChanged, WatchHandle};
+use crate::tool::{ModuleInfo, MountedTool, SourceKind, ToolBackend, ToolWatch, ToolsChanged, WatchHandle};
 
 /// Connects to the server and mounts its tools.
 pub fn mount(
@@ -61,7 +58,7 @@ pub fn mount(
     });
     let _ = watch.info.set(Arc::downgrade(&info));
     let tools = tools_of(entry, plan, &server, &info, &listed);
-    let cleanup = FfiCleanup_TO::from_value(ServerCleanup(server), TD_Opaque);
+    let cleanup: loader::Cleanup = Box::new(move || server.shutdown());
     Ok(MountedModule::new(
         info,
         tools,
@@ -97,17 +94,12 @@ fn tools_of(
         .iter()
         .map(|tool| {
             let spec = convert::spec(tool);
-            let spec_text = serde_json::to_string(&spec).unwrap_or_default();
             let (public, name) = loader::prefixed(entry, plan, spec);
-            let ffi = FfiTool_TO::from_value(
-                ServerTool {
-                    server: server.clone(),
-                    name: name.clone(),
-                    spec: spec_text,
-                },
-                TD_Opaque,
-            );
-            let mounted = MountedTool::new(public, name, info.clone(), ffi);
+            let backend = Box::new(ServerTool {
+                server: server.clone(),
+                name: name.clone(),
+            });
+            let mounted = MountedTool::new(public, name, info.clone(), backend);
             crate::surface::pin::mark(server.source(), &info.name, tool, &mounted, &lock);
             Arc::new(mounted)
         })
@@ -149,28 +141,15 @@ impl ToolWatch for Watch {
     }
 }
 
-/// A tool of a mounted server, as the host's FFI object.
+/// A tool of a mounted server: a call goes to the server as `tools/call`.
 struct ServerTool {
     server: Arc<Server>,
     name: String,
-    spec: String,
 }
 
-impl FfiTool for ServerTool {
-    fn spec(&self) -> RString {
-        RString::from(self.spec.as_str())
-    }
-
-    fn execute(&self, _call: RStr<'_>, ctx: FfiContextRef<'_>) -> RString {
-        let result = self.server.call(&self.name, _call.as_str(), &ctx);
-        RString::from(serde_json::to_string(&result).unwrap_or_else(|_| "{}".into()))
-    }
-}
-
-struct ServerCleanup(Arc<Server>);
-
-impl FfiCleanup for ServerCleanup {
-    fn cleanup(&mut self) {
-        self.0.shutdown();
+impl ToolBackend for ServerTool {
+    fn call(&self, call_json: &str, ctx: &CallContext) -> String {
+        let result = self.server.call(&self.name, call_json, ctx);
+        serde_json::to_string(&result).unwrap_or_else(|_| "{}".into())
     }
 }

@@ -19,7 +19,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use toolhost_core::abi::FfiContextRef;
+use toolhost_core::abi::FfiContext;
 use toolhost_core::wire::codes;
 use toolhost_core::{CallRequest, Status, ToolResult};
 
@@ -27,6 +27,7 @@ use super::bounds::{self, McpLimits, WalkError, Walked};
 use super::error::{HandshakeError, SourceError};
 use super::{convert, probe, runtime};
 
+use crate::context::CallContext;
 use crate::isolate::crashed_result;
 use crate::isolate::exit::{self, Ended};
 use crate::isolate::restart::Restarts;
@@ -470,7 +471,7 @@ impl Server {
 
     /// Runs one call on the server; blocks until it answers, is cancelled
     /// (then `notifications/cancelled` is sent) or dies.
-    pub fn call(self: &Arc<Self>, tool: &str, call_json: &str, ctx: &FfiContextRef<'_>) -> ToolResult {
+    pub fn call(self: &Arc<Self>, tool: &str, call_json: &str, ctx: &CallContext) -> ToolResult {
         let request: CallRequest = match serde_json::from_str(call_json) {
             Ok(request) => request,
             Err(e) => return ToolResult::failure("", Status::Error, codes::INTERNAL, e.to_string()),
