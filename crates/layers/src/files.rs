@@ -7,7 +7,9 @@
 //! `pub use x::Y;` in `mod.rs`) is how Rust builds a module tree, not a
 //! dependency, so only `crate::` and `super::` paths count; comments and
 //! string literals are skipped. `super::` inside an inline module (`mod
-//! tests { use super::*; }`) names the file itself, not its parent.
+//! tests { use super::*; }`) names the file itself, not its parent. Paths
+//! inside a `#[cfg(test)]` module are skipped, as the crate check skips
+//! dev-dependencies: a test may use anything.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -142,25 +144,34 @@ fn prev_is_ident(b: &[u8], i: usize) -> bool {
     i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')
 }
 
-/// For each byte of `code`, how many inline modules (`mod x { .. }`) it
-/// sits in.
-fn inline_depths(code: &str) -> Vec<u8> {
+/// For each byte of `code`: how many inline modules (`mod x { .. }`) it
+/// sits in, and whether one of them is a test module (`#[cfg(test)]`).
+fn inline_depths(code: &str) -> Vec<(u8, bool)> {
     let opener = Regex::new(r"\bmod\s+[A-Za-z_]\w*\s*$").expect("valid regex");
-    let mut depths = vec![0u8; code.len()];
-    let mut stack: Vec<bool> = Vec::new();
-    let mut depth = 0u8;
+    let test = Regex::new(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+[A-Za-z_]\w*\s*$")
+        .expect("valid regex");
+    let mut depths = vec![(0u8, false); code.len()];
+    // For each open brace: whether it opens a module, and a test module.
+    let mut stack: Vec<(bool, bool)> = Vec::new();
+    let (mut depth, mut tests) = (0u8, 0u8);
     for (i, c) in code.bytes().enumerate() {
         match c {
             b'{' => {
                 let is_mod = opener.is_match(&code[..i]);
-                stack.push(is_mod);
+                let is_test = is_mod && test.is_match(&code[..i]);
+                stack.push((is_mod, is_test));
                 depth += u8::from(is_mod);
+                tests += u8::from(is_test);
             }
-            // The guard pops for every closing brace, a module's or not.
-            b'}' if stack.pop() == Some(true) => depth -= 1,
+            b'}' => {
+                if let Some((is_mod, is_test)) = stack.pop() {
+                    depth -= u8::from(is_mod);
+                    tests -= u8::from(is_test);
+                }
+            }
             _ => {}
         }
-        depths[i] = depth;
+        depths[i] = (depth, tests > 0);
     }
     depths
 }
@@ -219,6 +230,9 @@ fn paths_in(code: &str, me: &[String]) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     for cap in start.captures_iter(code) {
         let from = cap.get(1).expect("group 1").start();
+        if depths[from].1 {
+            continue; // a test module's imports are not the crate's layering
+        }
         let text = path_at(&code[from..]);
         let head = text.split('{').next().unwrap_or("");
         let segments: Vec<&str> = head.split("::").map(str::trim).collect();
@@ -226,7 +240,7 @@ fn paths_in(code: &str, me: &[String]) -> Vec<(String, Vec<String>)> {
             (Vec::new(), 1)
         } else {
             let supers = segments.iter().take_while(|s| **s == "super").count();
-            let inline = usize::from(depths[from]);
+            let inline = usize::from(depths[from].0);
             if supers <= inline {
                 continue; // names this file's own module
             }
@@ -457,7 +471,7 @@ mod tests {
                 "a/b.rs",
                 "// use crate::c;\n/// [`crate::c`]\nconst S: &str = \"crate::c\";\n\
                  const R: &str = r#\"super::c\"#;\nconst C: char = '\"';\n\
-                 #[cfg(test)] mod tests { use super::*; }",
+                 #[cfg(test)] mod tests { use super::*; use crate::c::Y; }",
             ),
             ("c.rs", ""),
         ]);

@@ -112,6 +112,12 @@ pub fn parse(json: &Value) -> Result<Vec<Package>, MetadataError> {
         }
         let mut roots: Vec<PathBuf> = Vec::new();
         for t in p.get("targets").and_then(Value::as_array).into_iter().flatten() {
+            // A build script is a program of its own beside the crate (its
+            // folder holds `src/`, which would then read as a module).
+            let kinds = t.get("kind").and_then(Value::as_array);
+            if kinds.is_some_and(|k| k.iter().any(|k| k == "custom-build")) {
+                continue;
+            }
             let src = PathBuf::from(text(t, "src_path")?);
             if let Some(parent) = src.parent() {
                 roots.push(parent.to_path_buf());
