@@ -1,5 +1,5 @@
 //! What is wrong with a plan's governance sections, as kinds: the plan
-//! loader reports them as [`crate::plan::PlanError::Invalid`], and each
+//! loader reports them as `PlanError::Invalid`, and each
 //! variant carries the entry (`which`) and the value at fault.
 
 /// A `[[principals]]`, `[[grants]]`, `[host.redact]` or
