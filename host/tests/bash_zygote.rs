@@ -1,12 +1,10 @@
 //! The bash module's zygote: one small `toolhost-bash-reaper` process per
-//! mount that forks every command's reaper. The host never forks; the next
-//! command's reaper is forked in advance (the spare); a command that stops
-//! or kills the zygote or the spare (possible with the sandbox off) does not
-//! break the next call; both end with their mount.
+//! mount that forks every command's reaper. The host never forks; a command
+//! that stops or kills the zygote (possible with the sandbox off) does not
+//! break the next call; the zygote ends with its mount.
 
 mod common;
 
-use common::procs::{children, is_alive};
 use common::InProcess;
 
 trait Ok {
@@ -68,81 +66,6 @@ fn every_reaper_is_forked_by_one_zygote_the_host_started_never_by_the_host() {
     assert_ne!(field(&first, "reaper="), field(&second, "reaper="));
 }
 
-/// Waits (bounded) until the zygote has a child that is not `not`: the spare
-/// it forks after each command, asked for while that command runs.
-fn spare_of(zygote: i32, not: i32) -> i32 {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        if let Some(spare) = children(zygote).into_iter().find(|&c| c != not && is_alive(c)) {
-            return spare;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "the zygote {zygote} forked no spare"
-        );
-        std::thread::yield_now();
-    }
-}
-
-fn reaper_pid(out: &str) -> i32 {
-    pid_at(out, "reaper=")
-}
-
-#[test]
-fn the_next_command_runs_on_the_spare_forked_while_the_last_one_ran() {
-    let p = InProcess::bash("sandbox = \"off\"");
-    let first = p.ok(LINEAGE);
-    let zygote = zygote_pid(&first);
-    let spare = spare_of(zygote, reaper_pid(&first));
-    let second = p.ok(LINEAGE);
-    assert_eq!(
-        reaper_pid(&second),
-        spare,
-        "the second command did not run on the spare: {second}"
-    );
-    assert_eq!(zygote_pid(&second), zygote, "{second}");
-    // A spare for the third is ready again.
-    let third_spare = spare_of(zygote, spare);
-    assert_ne!(third_spare, spare);
-    p.host.shutdown();
-}
-
-/// From inside a command: waits (bounded) for the spare the zygote forks
-/// for the next command (its child other than this command's reaper),
-/// sends it `SIG`, and prints `spare=PID`.
-const SIGNAL_SPARE: &str = r#"z=$(awk '{print $4}' /proc/$PPID/stat); s=;
-for i in $(seq 500); do s=$(for c in $(cat /proc/$z/task/$z/children); do [ "$c" != "$PPID" ] && echo $c; done | head -1); [ -n "$s" ] && break; sleep 0.01; done;
-kill -SIG $s && echo "spare=$s""#;
-
-fn spare_signalled(p: &InProcess, sig: &str) -> i32 {
-    let out = p.ok(&SIGNAL_SPARE.replace("SIG", sig));
-    field(&out, "spare=")
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("no spare pid in {out:?}"))
-}
-
-#[test]
-fn a_command_that_stops_or_kills_the_spare_does_not_break_the_next_call() {
-    let p = InProcess::bash("sandbox = \"off\"");
-    let zygote = zygote_pid(&p.ok(LINEAGE));
-    // Stopped: the host wakes it and hands it the next command.
-    let stopped = spare_signalled(&p, "STOP");
-    let out = p.ok(LINEAGE);
-    assert_eq!(
-        reaper_pid(&out),
-        stopped,
-        "the stopped spare did not take the next command: {out}"
-    );
-    // Killed: the zygote forks the next reaper itself.
-    let killed = spare_signalled(&p, "KILL");
-    let out = p.ok(LINEAGE);
-    assert_ne!(reaper_pid(&out), killed, "{out}");
-    assert_eq!(zygote_pid(&out), zygote, "{out}");
-    assert_eq!(p.ok("echo still fine").trim(), "still fine");
-    p.host.shutdown();
-}
-
 #[test]
 fn a_command_that_stops_or_kills_the_zygote_does_not_break_the_next_call() {
     let p = InProcess::bash("sandbox = \"off\"");
@@ -159,10 +82,7 @@ fn a_command_that_stops_or_kills_the_zygote_does_not_break_the_next_call() {
         r["output"]["stdout"].as_str().unwrap_or("").contains("killed"),
         "{r}"
     );
-    // The next command may run on the spare the dead zygote forked (now an
-    // orphan); the one after on a fresh zygote, the host's child.
-    let after_kill = p.ok(LINEAGE);
-    assert_ne!(zygote_pid(&after_kill), before, "{after_kill}");
+    // The next command runs on a fresh zygote, the host's child.
     let fresh = p.ok(LINEAGE);
     assert_ne!(zygote_pid(&fresh), before, "{fresh}");
     assert_eq!(
@@ -181,10 +101,8 @@ fn a_command_that_stops_or_kills_the_zygote_does_not_break_the_next_call() {
 #[test]
 fn the_zygote_ends_with_its_mount() {
     let p = InProcess::bash("sandbox = \"off\"");
-    let first = p.ok(LINEAGE);
-    let zygote = zygote_pid(&first);
+    let zygote = zygote_pid(&p.ok(LINEAGE));
     assert!(std::path::Path::new(&format!("/proc/{zygote}")).exists());
-    let spare = spare_of(zygote, reaper_pid(&first));
     // Shuts the host down, then drops it, its pipeline and its runtime.
     drop(p);
     // The launcher reaps its zygote when the mount's state drops: no wait.
@@ -192,15 +110,6 @@ fn the_zygote_ends_with_its_mount() {
         !std::path::Path::new(&format!("/proc/{zygote}")).exists(),
         "the zygote {zygote} outlived its mount"
     );
-    // The spare was killed (an orphan now: whoever adopted it reaps it).
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while is_alive(spare) {
-        assert!(
-            std::time::Instant::now() < end,
-            "the spare {spare} outlived its mount"
-        );
-        std::thread::yield_now();
-    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The bash module's processes as the host (this test process) sees them in
-//! `/proc`: its zygotes, their spares, a process's fds. For the tests that
-//! check what the zygote forks and what each process holds.
+//! `/proc`: its zygotes, their children, a process's fds. For the tests
+//! that check what the zygote forks and what each process holds.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -69,17 +69,6 @@ fn the_one(what: &str, find: impl Fn() -> Vec<i32>) -> i32 {
 /// The one zygote of this process, waited for (bounded).
 pub fn the_zygote() -> i32 {
     the_one("zygote", zygotes)
-}
-
-/// The zygote's living children that wait as spares: between calls, every
-/// living child of the zygote is a spare (reapers have exited).
-pub fn spares(zygote: i32) -> Vec<i32> {
-    children(zygote).into_iter().filter(|&c| is_alive(c)).collect()
-}
-
-/// The zygote's one spare between calls, waited for (bounded).
-pub fn the_spare(zygote: i32) -> i32 {
-    the_one(&format!("spare of {zygote}"), || spares(zygote))
 }
 
 /// `pid`'s fds as `N->target`, sorted.

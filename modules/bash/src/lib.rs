@@ -6,10 +6,13 @@
 //!
 //! How it fits together: [`tools`] parse input and shape results;
 //! [`policy`] checks commands on a real parse; [`process`] starts each
-//! command under a reaper (forked by a small zygote program the mount
-//! starts with `posix_spawn`; the host itself never forks) so no process
-//! can leave its tree; [`sandbox`] adds the OS walls
-//! (namespaces, Landlock, seccomp, a pids cgroup) and reports which hold;
+//! command under a reaper (forked per command by a small zygote program the
+//! mount starts with `posix_spawn`; the host itself never forks) that ends
+//! whatever the command left running when its call ends (with the sandbox
+//! off, a command that kills its own reaper escapes it: see the README);
+//! [`sandbox`] adds the OS walls (namespaces, Landlock, seccomp,
+//! no_new_privs, dropped capabilities, a minimal `/dev`, a pids cgroup) and
+//! reports which hold;
 //! [`runner`] streams output into bounded [`output`] buffers and ends the
 //! tree with SIGTERM then SIGKILL; [`jobs`] keeps background jobs.
 

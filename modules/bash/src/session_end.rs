@@ -1,8 +1,8 @@
 //! When the host says a session ended (an MCP session closed or expired, a
 //! CLI process exiting), that session's background jobs end with it: their
 //! process trees are stopped (SIGTERM, then SIGKILL) and the jobs forgotten.
-//! Background jobs write no spill files (only foreground calls spill), so
-//! there is nothing else of the session's to remove.
+//! Output is kept only in memory (no command writes a spill file), so there
+//! is nothing else of the session's to remove.
 
 use std::sync::Arc;
 

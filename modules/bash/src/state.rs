@@ -203,7 +203,6 @@ impl Module {
             env,
             rlimits: &self.rlimits,
             confine: self.sandbox.confine(&call),
-            then_spare: true,
         };
         let mut spawned = spawn(&self.launcher, &spec)
             .inspect_err(|_| self.sandbox.distrust_probe())

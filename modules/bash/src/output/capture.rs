@@ -1,7 +1,7 @@
 //! One output stream of a command: a bounded [`HeadTail`] in memory.
 //!
-//! There is no spill file: a file deleted when its call ends (issue #14)
-//! would serve nobody, and one kept would leave up to its cap of disk per
+//! There is no spill file: a file deleted when its call ends would serve
+//! nobody, and one kept would leave up to its cap of disk per
 //! call. A command whose whole output matters writes it to a file in the
 //! working folder itself (`cmd > out.log`), where it stays the agent's.
 

@@ -3,9 +3,7 @@
 //! ours runs in the child that shares the host's memory: glibc's
 //! `CLONE_VM | CLONE_VFORK` child only applies the file actions and
 //! attributes below and calls `execve`), and forks one reaper per command on
-//! request ([`Launcher::start`]). After each command the host asks it for a
-//! *spare*, a reaper forked in advance that takes the next command without a
-//! fork or a round trip on that command's path (see [`super::program`]).
+//! request ([`Launcher::start`]; see [`super::program`]).
 
 use std::ffi::CString;
 use std::io::{self, IoSlice, IoSliceMut};
@@ -17,7 +15,7 @@ use std::time::Duration;
 
 use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
 
-use super::program::{HEADER, NAME, SOCKET_FD, SPARE};
+use super::program::{HEADER, NAME, SOCKET_FD};
 use super::reaper::FD_COUNT;
 
 /// Why the reaper program cannot be found (the mount fails with it).
@@ -94,8 +92,7 @@ pub struct Started {
     pub pidfd: Option<OwnedFd>,
 }
 
-/// A mount's zygote, started on first use and replaced when it dies, with
-/// the spare reaper it keeps ready for the next command.
+/// A mount's zygote, started on first use and replaced when it dies.
 #[derive(Debug, Default)]
 pub struct Launcher {
     zygote: Mutex<Option<Zygote>>,
@@ -105,26 +102,6 @@ pub struct Launcher {
 struct Zygote {
     pid: libc::pid_t,
     socket: OwnedFd,
-    /// A spare asked for whose answer is not read yet (answers come in
-    /// order, so it is read before any later request's).
-    asked: Option<Asked>,
-    /// A spare waiting for the next command.
-    spare: Option<Spare>,
-}
-
-/// A spare asked of the zygote: our end of its socket, and its namespaces.
-#[derive(Debug)]
-struct Asked {
-    socket: OwnedFd,
-    namespaces: libc::c_int,
-}
-
-/// A forked reaper waiting on `socket` for one command request.
-#[derive(Debug)]
-struct Spare {
-    socket: OwnedFd,
-    namespaces: libc::c_int,
-    started: Started,
 }
 
 impl Launcher {
@@ -134,51 +111,19 @@ impl Launcher {
     }
 
     /// Starts a reaper with `fds` at its slots 0..FD_COUNT (-1: not passed)
-    /// running `spec` (an encoded [`Spec`](super::spec::Spec)) in
-    /// `namespaces` (its `CLONE_NEW*` flags). The spare takes it when it
-    /// fits, else the zygote forks one; a zygote that is gone or does not
-    /// answer is replaced once. With `then_spare`, the zygote is asked for a
-    /// spare for the next command (not for one-off spawns such as the
-    /// sandbox's probes, whose namespaces vary).
-    pub fn start(
-        &self,
-        fds: [RawFd; FD_COUNT],
-        spec: &[u8],
-        namespaces: libc::c_int,
-        then_spare: bool,
-    ) -> io::Result<Started> {
+    /// running `spec` (an encoded [`Spec`](super::spec::Spec)). A zygote
+    /// that is gone or does not answer is replaced once.
+    pub fn start(&self, fds: [RawFd; FD_COUNT], spec: &[u8]) -> io::Result<Started> {
         let mut guard = self.zygote.lock().unwrap_or_else(|p| p.into_inner());
         let mut last = None;
         for _ in 0..2 {
-            let mut zygote = match guard.take() {
+            let zygote = match guard.take() {
                 Some(z) => z,
                 None => Zygote::spawn()?,
             };
-            if let Err(e) = zygote.settle() {
-                // It died or wedged forking a spare: nothing of this command
-                // reached it, so a fresh zygote may take it.
-                zygote.end();
-                last = Some(e);
-                continue;
-            }
-            if let Some(spare) = zygote.spare.take() {
-                if spare.namespaces == namespaces {
-                    match spare.hand(&fds, spec) {
-                        Ok(started) => {
-                            *guard = zygote.ready(then_spare.then_some(namespaces));
-                            return Ok(started);
-                        }
-                        // Killed before it had the whole request: it never
-                        // ran the command, so the zygote may.
-                        Err(spare) => spare.discard(),
-                    }
-                } else {
-                    spare.discard();
-                }
-            }
             match zygote.request(&fds, spec) {
                 Ok(Answer::Started(started)) => {
-                    *guard = zygote.ready(then_spare.then_some(namespaces));
+                    *guard = Some(zygote);
                     return Ok(started);
                 }
                 Ok(Answer::Failed(errno)) => {
@@ -206,15 +151,11 @@ impl Launcher {
 }
 
 impl Launcher {
-    /// Ends the zygote and its spare (at unmount); reapers already started
-    /// live on. A later [`start`](Launcher::start) would start a fresh one.
+    /// Ends the zygote (at unmount); reapers already started live on. A
+    /// later [`start`](Launcher::start) would start a fresh one.
     pub fn shutdown(&self) {
         let zygote = self.zygote.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(mut z) = zygote {
-            // Read the answer for a spare asked for, so that it is killed
-            // below rather than left waiting (it would end at EOF anyway,
-            // unless a command stopped it).
-            let _ = z.settle();
+        if let Some(z) = zygote {
             z.end();
         }
     }
@@ -224,44 +165,6 @@ impl Drop for Launcher {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-impl Spare {
-    /// Hands the spare its command. On failure it never had the whole
-    /// request, so it cannot have run it; it comes back to be discarded.
-    fn hand(self, fds: &[RawFd; FD_COUNT], spec: &[u8]) -> Result<Started, Spare> {
-        // A spare stopped by a command (possible only without the sandbox's
-        // PID namespace) must wake to take it.
-        if let Some(pidfd) = &self.started.pidfd {
-            signal(pidfd, libc::SIGCONT);
-        }
-        match send_request(self.socket.as_raw_fd(), fds, spec) {
-            Ok(()) => Ok(self.started),
-            Err(_) => Err(self),
-        }
-    }
-
-    /// Kills the spare (it holds no command); the zygote reaps it.
-    fn discard(self) {
-        if let Some(pidfd) = &self.started.pidfd {
-            signal(pidfd, libc::SIGKILL);
-        }
-        // Without a pidfd, closing the socket ends it: EOF.
-    }
-}
-
-/// `pidfd_send_signal(pidfd, sig)`: never a pid that may have been reused.
-pub(super) fn signal(pidfd: &OwnedFd, sig: libc::c_int) {
-    // SAFETY: pidfd_send_signal on a pidfd we own, no siginfo.
-    unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            sig,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
 }
 
 /// Why a request failed.
@@ -347,12 +250,7 @@ impl Zygote {
             libc::posix_spawnattr_destroy(&mut attr);
             result
         }?;
-        Ok(Zygote {
-            pid,
-            socket: ours,
-            asked: None,
-            spare: None,
-        })
+        Ok(Zygote { pid, socket: ours })
     }
 
     /// Sends one request and reads the answer. An error means the zygote is
@@ -372,61 +270,6 @@ impl Zygote {
     fn wake(&self) {
         // SAFETY: kill(2) on our own child, not yet reaped.
         unsafe { libc::kill(self.pid, libc::SIGCONT) };
-    }
-
-    /// Asks for a spare in `namespaces` for the next command; its answer is
-    /// read by [`settle`](Zygote::settle). Returns the zygote to keep, or
-    /// `None` when it could not be asked (it is ended; the next command
-    /// starts a fresh one).
-    fn ready(mut self, namespaces: Option<libc::c_int>) -> Option<Zygote> {
-        let Some(namespaces) = namespaces else {
-            return Some(self);
-        };
-        self.wake();
-        match self.ask(namespaces) {
-            Ok(()) => Some(self),
-            Err(_) => {
-                self.end();
-                None
-            }
-        }
-    }
-
-    /// Sends the request for a spare in `namespaces`.
-    fn ask(&mut self, namespaces: libc::c_int) -> io::Result<()> {
-        let (ours, theirs) = socketpair()?;
-        bound(&ours, libc::SO_SNDTIMEO)?;
-        let flags = namespaces.to_ne_bytes();
-        send_message(
-            self.socket.as_raw_fd(),
-            &header(flags.len(), SPARE)?,
-            &[theirs.as_raw_fd()],
-        )?;
-        send_all(self.socket.as_raw_fd(), &flags)?;
-        self.asked = Some(Asked {
-            socket: ours,
-            namespaces,
-        });
-        Ok(())
-    }
-
-    /// Reads the answer for the spare asked for, if any. An error means the
-    /// zygote is gone or not answering.
-    fn settle(&mut self) -> io::Result<()> {
-        let Some(asked) = self.asked.take() else {
-            return Ok(());
-        };
-        self.wake();
-        if let Answer::Started(started) = self.answer()? {
-            self.spare = Some(Spare {
-                socket: asked.socket,
-                namespaces: asked.namespaces,
-                started,
-            });
-        }
-        // A spare the kernel refused (these namespaces): the command's own
-        // request will meet the same refusal and report it.
-        Ok(())
     }
 
     fn answer(&self) -> io::Result<Answer> {
@@ -450,9 +293,8 @@ impl Zygote {
         }))
     }
 
-    /// Kills the spare, closes the socket (the zygote exits at EOF), kills
-    /// the zygote in case it is stopped or wedged, and reaps it. The reapers
-    /// it started live on.
+    /// Closes the socket (the zygote exits at EOF), kills it in case it is
+    /// stopped or wedged, and reaps it. The reapers it started live on.
     fn end(self) {
         drop(self);
     }
@@ -462,10 +304,6 @@ impl Drop for Zygote {
     /// As [`Zygote::end`]: a zygote is never left behind, even when the
     /// code holding it unwinds.
     fn drop(&mut self) {
-        if let Some(spare) = self.spare.take() {
-            spare.discard();
-        }
-        self.asked = None;
         // SAFETY: signal and wait for our own child, not yet reaped (only
         // this handle reaps it, once).
         unsafe {
@@ -501,8 +339,7 @@ fn bound(sock: &OwnedFd, opt: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// Sends one command request (header, `fds`, the encoded spec) on `sock`,
-/// to the zygote or a spare.
+/// Sends one command request (header, `fds`, the encoded spec) on `sock`.
 fn send_request(sock: RawFd, fds: &[RawFd; FD_COUNT], spec: &[u8]) -> io::Result<()> {
     let mut mask = 0u32;
     let mut passed = Vec::with_capacity(FD_COUNT);

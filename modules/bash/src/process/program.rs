@@ -20,28 +20,17 @@
 //!
 //! Protocol (see [`super::launch`]): fd 3 is a stream socket to the host;
 //! 0, 1 and 2 are `/dev/null`. Each request is a [`HEADER`]-byte header
-//! (`u32` body length, `u32` mask, both native-endian) sent with its fds as
-//! `SCM_RIGHTS`, then the body. Two kinds:
-//! - **A command**: the mask says which of the [reaper's fd slots](super::reaper)
-//!   came, the body is the encoded [`Spec`]. The zygote forks (with `clone`
-//!   and the spec's `CLONE_NEW*` flags, so that in the sandbox the child is
-//!   PID 1 of its own namespace) a child that runs [`reaper::main`] on those
-//!   fds.
-//! - **A spare** ([`SPARE`] in the mask): one fd, a socket, and a body of
-//!   the `CLONE_NEW*` flags. The zygote forks a child in those namespaces
-//!   but the mount namespace, which waits on that socket for one command
-//!   request (same format), then unshares its mount namespace (a copy of the
-//!   host's mounts as they are then, not a whole call earlier) and becomes
-//!   its reaper. The host keeps one spare per mount, asked for after
-//!   each command, so that the next command pays neither the fork nor a
-//!   round trip to the zygote: the spare already runs, and its pid and pidfd
-//!   are known (about 0.1 ms of `bash true`'s 1.5 ms).
-//!
-//! Either way the zygote answers with an `i32`: the child's pid with a
-//! pidfd for it as `SCM_RIGHTS`, or `-errno` when it could not be started.
-//! EOF on the socket (the host closed it, or died) ends the zygote; the
-//! reapers and spares it started live on, each watching its own socket. The
-//! zygote reaps every child it started.
+//! (`u32` spec length, `u32` mask of the [reaper's fd slots](super::reaper)
+//! that come with it, both native-endian) sent with those fds as
+//! `SCM_RIGHTS`, then the encoded [`Spec`]. The zygote forks (with `clone`
+//! and the spec's `CLONE_NEW*` flags, so that in the sandbox the child is
+//! PID 1 of its own namespaces, and its mount namespace is a copy of the
+//! host's mounts as they are when the command starts) a child that runs
+//! [`reaper::main`] on those fds, and answers with an `i32`: the child's
+//! pid with a pidfd for it as `SCM_RIGHTS`, or `-errno` when it could not
+//! be started. EOF on the socket (the host closed it, or died) ends the
+//! zygote; the reapers it started live on, each watching its own control
+//! socket. The zygote reaps every reaper it started.
 
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -60,8 +49,6 @@ pub const SOCKET_FD: libc::c_int = 3;
 pub const NAME: &str = "toolhost-bash-reaper";
 /// Bytes of a request's header.
 pub const HEADER: usize = 8;
-/// The mask bit that makes a request a spare request.
-pub const SPARE: u32 = 1 << 31;
 /// Largest spec accepted (the command, its environment and the sandbox
 /// steps; far more than any real one).
 pub const MAX_SPEC: usize = 64 << 20;
@@ -110,15 +97,9 @@ pub fn run() -> ! {
             // EOF and starts a fresh zygote.
             Ok(None) | Err(_) => std::process::exit(0),
         };
-        let answer = match &request.kind {
-            Kind::Command(spec) => match spec.as_ref() {
-                Ok(spec) => start_reaper(spec, &request.fds, &stacks),
-                Err(_) => Err(libc::EINVAL),
-            },
-            Kind::Spare(namespaces) => match request._owned.first() {
-                Some(socket) => start_spare(*namespaces, socket.as_raw_fd(), sigfd.as_ref(), &stacks),
-                None => Err(libc::EINVAL),
-            },
+        let answer = match &request.spec {
+            Ok(spec) => start_reaper(spec, &request.fds, &stacks),
+            Err(_) => Err(libc::EINVAL),
         };
         if reply(answer).is_err() {
             std::process::exit(0);
@@ -128,20 +109,12 @@ pub fn run() -> ! {
     }
 }
 
-/// One request: what it asks for, and the fds for the reaper's slots (-1
-/// where none came).
+/// One request: the spec, and the fds for the reaper's slots (-1 where none
+/// came).
 struct Request {
-    kind: Kind,
+    spec: Result<Spec, super::spec::SpecError>,
     fds: [RawFd; FD_COUNT],
     _owned: Vec<OwnedFd>,
-}
-
-/// What a request asks for.
-enum Kind {
-    /// Start a reaper for this command.
-    Command(Box<Result<Spec, super::spec::SpecError>>),
-    /// Fork a spare in these namespaces, waiting on the one fd that came.
-    Spare(libc::c_int),
 }
 
 /// Reads one request from `sock`; `None` at EOF.
@@ -159,18 +132,6 @@ fn receive(sock: RawFd) -> std::io::Result<Option<Request>> {
     }
     let mut body = vec![0u8; len];
     read_exact(sock, &mut body)?;
-    if mask & SPARE != 0 {
-        let flags = <[u8; 4]>::try_from(body.as_slice())
-            .map_err(|_| std::io::Error::other("a spare request's body is not 4 bytes"))?;
-        if owned.len() != 1 {
-            return Err(std::io::Error::other("a spare request comes with one fd"));
-        }
-        return Ok(Some(Request {
-            kind: Kind::Spare(i32::from_ne_bytes(flags)),
-            fds: [-1; FD_COUNT],
-            _owned: owned,
-        }));
-    }
     let mut fds = [-1; FD_COUNT];
     let mut next = owned.iter();
     for (slot, fd) in fds.iter_mut().enumerate() {
@@ -186,7 +147,7 @@ fn receive(sock: RawFd) -> std::io::Result<Option<Request>> {
     // command's environment.
     body.fill(0);
     Ok(Some(Request {
-        kind: Kind::Command(Box::new(spec)),
+        spec,
         fds,
         _owned: owned,
     }))
@@ -305,102 +266,6 @@ unsafe fn become_reaper(spec: &Spec, fds: [RawFd; FD_COUNT], shell_stack: *mut u
     unsafe { reaper::main((&prepared as *const Prepared).cast_mut().cast()) }
 }
 
-/// What a spare needs; lives in the zygote's frame, which the child has its
-/// own copy of.
-struct SpareArg {
-    socket: RawFd,
-    sigfd: RawFd,
-    namespaces: libc::c_int,
-    shell_stack: *mut u8,
-}
-
-/// Forks a spare in `namespaces` that waits on `socket` for its command.
-/// Returns its pid and a pidfd for it, or the errno of the failed `clone`.
-fn start_spare(
-    namespaces: libc::c_int,
-    socket: RawFd,
-    sigfd: Option<&OwnedFd>,
-    stacks: &Stacks,
-) -> Result<(libc::pid_t, Option<OwnedFd>), libc::c_int> {
-    let arg = SpareArg {
-        socket,
-        sigfd: sigfd.map_or(-1, |f| f.as_raw_fd()),
-        namespaces,
-        shell_stack: stacks.shell_top(),
-    };
-    // SAFETY: as in `start_reaper`: a copy of this single-threaded process
-    // starts on its copy of the reaper stack at `spare_main`, which never
-    // returns; the flags add only namespaces and SIGCHLD.
-    let pid = unsafe {
-        raw::clone_on(
-            ((namespaces & !libc::CLONE_NEWNS) | libc::SIGCHLD) as usize,
-            stacks.reaper_top(),
-            spare_main,
-            (&arg as *const SpareArg).cast_mut().cast::<c_void>(),
-        )
-    };
-    opened(pid)
-}
-
-/// A spare: drops what is the zygote's, waits for one command on its own
-/// socket, and becomes that command's reaper. EOF (the host discarded it or
-/// ended) ends it.
-///
-/// # Safety
-/// `arg` must point to a [`SpareArg`] (in this child's copy of the zygote's
-/// memory); every signal must be blocked.
-unsafe extern "C" fn spare_main(arg: *mut c_void) -> ! {
-    // SAFETY: the zygote passed its `SpareArg`; this is our private copy.
-    let a = unsafe { &*(arg as *const SpareArg) };
-    // The zygote's request socket must die with the zygote (the host sees
-    // EPIPE and starts a fresh one), and its signalfd is not ours to read.
-    // SAFETY: closing fds this process owns and never uses again.
-    unsafe {
-        libc::close(SOCKET_FD);
-        if a.sigfd >= 0 {
-            libc::close(a.sigfd);
-        }
-    }
-    let request = match receive(a.socket) {
-        Ok(Some(request)) => request,
-        // SAFETY: ending this process; it started nothing.
-        Ok(None) | Err(_) => unsafe { libc::_exit(0) },
-    };
-    let spec = match &request.kind {
-        Kind::Command(spec) => spec.as_ref().as_ref().ok(),
-        Kind::Spare(_) => None,
-    };
-    match spec {
-        // The host asks a spare only for a command in its own namespaces.
-        Some(spec) if spec.namespaces == a.namespaces => {
-            // The mount table is copied now, not when the spare was forked
-            // (a whole call earlier): a filesystem the host mounted or
-            // unmounted meanwhile must be seen as it is now.
-            // SAFETY: unshare on this single-threaded process.
-            if spec.namespaces & libc::CLONE_NEWNS != 0 && unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-                not_started(&request.fds, reaper::SETUP_FAILED | reaper::Step::Clone as u32);
-            }
-            // SAFETY: a fork of the zygote, single-threaded, every signal
-            // blocked; `request` lives in this frame, never returned to.
-            unsafe { become_reaper(spec, request.fds, a.shell_stack) }
-        }
-        _ => not_started(&request.fds, reaper::FORK_FAILED),
-    }
-}
-
-/// Tells the host, on the request's status socket, that its command was not
-/// started (`word`), rather than let it read EOF as a reaper killed from
-/// outside; then ends the spare.
-fn not_started(fds: &[RawFd; FD_COUNT], word: u32) -> ! {
-    let bytes = word.to_ne_bytes();
-    // SAFETY: a write from a local buffer to the request's status socket
-    // (or to -1, which fails harmlessly); then exiting.
-    unsafe {
-        libc::write(fds[reaper::STATUS_SLOT], bytes.as_ptr().cast(), bytes.len());
-        libc::_exit(0)
-    }
-}
-
 /// Sends the answer to one request.
 fn reply(answer: Result<(libc::pid_t, Option<OwnedFd>), libc::c_int>) -> nix::Result<usize> {
     let (word, pidfd) = match answer {
@@ -450,7 +315,7 @@ fn reap() {
 
 /// Closes every fd but 0–3. `posix_spawn` moved only ours into place;
 /// whatever the host had open without close-on-exec (a test's pipe, a
-/// jobserver) came along, and every reaper and spare would hold it (a reader
+/// jobserver) came along, and every reaper would hold it (a reader
 /// waiting for EOF on such a pipe would wait for the mount's end).
 fn close_inherited() {
     // SAFETY: closing fds this process never uses; nothing else runs yet.

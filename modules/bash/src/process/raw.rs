@@ -1,7 +1,7 @@
 //! Raw Linux system calls and a `clone` trampoline.
 //!
-//! The reaper is a fork of a multi-threaded host, and the shell's child runs
-//! on the reaper's memory until `execve` (`CLONE_VM | CLONE_VFORK`). Both may
+//! The shell's child runs on the reaper's memory until `execve`
+//! (`CLONE_VM | CLONE_VFORK`), so it and the reaper's supervision loop may
 //! only make async-signal-safe calls: [`sys`] makes the system call directly
 //! and returns `-errno`, touching no libc state (no `errno`, no locks), and
 //! [`clone_on`] starts a child on a stack of our choosing, so neither child

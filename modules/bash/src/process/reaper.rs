@@ -36,9 +36,10 @@
 //!   `K` SIGKILLs it until nothing is left; EOF (the host died) counts as `K`.
 //!
 //! fds 3 to 6 are close-on-exec: the command never inherits them, and the
-//! reaper is not dumpable, so its `/proc/<pid>/fd` is closed to processes
-//! of the same (non-root) user; inside the sandbox, Landlock's ptrace
-//! restriction closes it to root too.
+//! reaper is not dumpable (but for the moment it writes its user
+//! namespace's id maps, before the shell exists), so its `/proc/<pid>/fd`
+//! is closed to processes of the same (non-root) user; inside the sandbox,
+//! Landlock's ptrace restriction closes it to root too.
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -111,9 +112,7 @@ impl Step {
     }
 }
 
-/// The reaper's fd slot for the status socket.
-pub const STATUS_SLOT: usize = 3;
-const STATUS_FD: c_int = STATUS_SLOT as c_int;
+const STATUS_FD: c_int = 3;
 const CONTROL_FD: c_int = 4;
 const LANDLOCK_FD: c_int = 5;
 const CGROUP_FD: c_int = 6;

@@ -30,9 +30,6 @@ pub struct SpawnSpec<'a> {
     pub rlimits: &'a [(libc::c_int, u64)],
     /// Sandbox steps, or `None` for a plain subreaper.
     pub confine: Option<Confine<'a>>,
-    /// Have a reaper forked in advance for the next spawn like this one
-    /// (see [`Launcher::start`]); not for one-off spawns.
-    pub then_spare: bool,
 }
 
 /// What the sandbox asks of one spawn.
@@ -110,7 +107,7 @@ pub fn spawn(launcher: &Launcher, spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
             .and_then(|c| c.cgroup_procs)
             .map_or(-1, |fd| fd.as_raw_fd()),
     ];
-    let started = launcher.start(fds, &wire.encode(), wire.namespaces, spec.then_spare)?;
+    let started = launcher.start(fds, &wire.encode())?;
     drop((devnull, out_w, err_w, status_w, control_reaper));
     set_nonblocking(&out_r)?;
     set_nonblocking(&err_r)?;

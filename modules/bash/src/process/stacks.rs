@@ -1,5 +1,8 @@
-//! The stacks a command's reaper and its shell child run on while they share
-//! the host's memory: one mapping, a guard page under each stack.
+//! The stacks a command's reaper and its shell child start on: one mapping
+//! in the zygote, a guard page under each stack. The zygote maps it once;
+//! each reaper it forks (without `CLONE_VM`) starts on its own copy of the
+//! reaper stack, and the shell's child (`CLONE_VM | CLONE_VFORK`) runs on
+//! the reaper's copy of the shell stack until `execve`.
 
 use std::io;
 
@@ -11,9 +14,8 @@ const REAPER_STACK: usize = 192 * 1024;
 const TOTAL: usize = PAGE + SHELL_STACK + PAGE + REAPER_STACK;
 
 /// An anonymous mapping laid out as
-/// `[guard][shell stack][guard][reaper stack]`. Unmapped on drop, so it must
-/// outlive the reaper: [`Tree`](super::tree::Tree) keeps it until the reaper
-/// has been reaped, and leaks it otherwise.
+/// `[guard][shell stack][guard][reaper stack]`. Unmapped on drop; the
+/// zygote keeps it for its whole life (its forks have their own copies).
 pub struct Stacks {
     base: *mut u8,
 }

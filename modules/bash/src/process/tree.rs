@@ -1,6 +1,7 @@
-//! The host's handle on a command's process tree: the reaper's status pipe
-//! (the shell's exit status, then EOF once every process is gone) and its
-//! control socket (terminate, kill).
+//! The host's handle on a command's process tree: the reaper's status
+//! socket (the shell's exit status, then [`DONE`] once every process is
+//! gone, then EOF when the reaper exits) and its control socket (terminate,
+//! kill).
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
@@ -169,7 +170,7 @@ impl Tree {
         if let (false, Some(pidfd)) = (self.gone, &self.pidfd) {
             // A reaper stopped by its own command (possible only without the
             // sandbox's PID namespace) must wake to carry out the order.
-            super::launch::signal(pidfd, libc::SIGCONT);
+            signal(pidfd, libc::SIGCONT);
         }
         if let Some(control) = &self.control {
             // SAFETY: a one-byte send on a socket we own; MSG_NOSIGNAL keeps a
@@ -216,4 +217,18 @@ impl Drop for Tree {
             self.control = None;
         }
     }
+}
+
+/// `pidfd_send_signal(pidfd, sig)`: never a pid that may have been reused.
+fn signal(pidfd: &OwnedFd, sig: libc::c_int) {
+    // SAFETY: pidfd_send_signal on a pidfd we own, no siginfo.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
 }

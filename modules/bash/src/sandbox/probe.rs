@@ -38,7 +38,6 @@ fn run(launcher: &Launcher, sandbox: &Sandbox, layers: &Layers, req: &Request<'_
         env: &env,
         rlimits: &[],
         confine: sandbox.confine(&call),
-        then_spare: false,
     };
     let mut spawned = match spawn(launcher, &spec) {
         Ok(s) => s,

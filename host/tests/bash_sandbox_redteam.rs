@@ -1,10 +1,9 @@
-//! Red team: the sandbox layers on a spare (which makes its mount namespace
-//! only when its command arrives) against a reaper cloned straight into
-//! every namespace (a mount's first command), as root and as an
-//! unprivileged user (user namespace); the zygote's closing of inherited
-//! fds; and the per-call pids cgroup removed after the reaper's own exit.
-//! Every test is bounded; all hold one lock so that zygotes and cgroups of
-//! tests running beside them are never mistaken for theirs.
+//! Red team: the sandbox layers on every call of a mount alike (the same
+//! walls as its first call), as root and as an unprivileged user (user
+//! namespace); the host's mounts as they are when a command starts; and the
+//! per-call pids cgroup removed after the reaper's own exit. Every test is
+//! bounded; all hold one lock so that cgroups of tests running beside them
+//! are never mistaken for theirs.
 
 mod common;
 
@@ -14,11 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::procs::{cgroups_left, children, is_alive, is_root, lock, require_cgroup, the_spare, the_zygote};
+use common::procs::{cgroups_left, children, is_alive, is_root, lock, require_cgroup, the_zygote};
 use common::{module_file, target_dir, InProcess};
 use serde_json::{json, Value};
 
-const SECRET: &str = "thsecret_spare_9d41_do_not_leak";
+const SECRET: &str = "thsecret_walls_9d41_do_not_leak";
 
 fn stdout(r: &Value) -> &str {
     r["output"]["stdout"].as_str().unwrap_or("")
@@ -59,7 +58,7 @@ impl Drop for Burners {
 }
 
 // ---------------------------------------------------------------------------
-// 1. Every layer on the spare as on a reaper cloned with CLONE_NEWNS.
+// 1. Every layer on every call as on the first.
 
 /// What a command sees of its walls, printed in a form that does not
 /// depend on the namespace's inode numbers or mount ids.
@@ -124,13 +123,11 @@ fn assert_walls(view: &str, hidden_dir: &Path, hidden_file: &Path, which: &str) 
     );
 }
 
-/// As root: the first command (a reaper the zygote cloned with
-/// CLONE_NEWNS) and later ones (spares that unshare their mount namespace
-/// when the command comes) see exactly the same walls, hidden paths
-/// included, and none can unmount what covers them. The spare is checked to
-/// have been consumed by each later call.
+/// As root: the first command and later ones (each a reaper the same
+/// zygote cloned into fresh namespaces) see exactly the same walls, hidden
+/// paths included, and none can unmount what covers them.
 #[test]
-fn sandbox_hidden_paths_and_mounts_are_the_same_on_the_first_call_and_on_spares() {
+fn sandbox_hidden_paths_and_mounts_are_the_same_on_every_call() {
     let _l = lock();
     let secrets = tempfile::tempdir().expect("secrets");
     let hidden_dir = secrets.path().join("dotssh");
@@ -146,24 +143,11 @@ fn sandbox_hidden_paths_and_mounts_are_the_same_on_the_first_call_and_on_spares(
     ));
     let probe = walls_probe(&hidden_dir, &hidden_file, outside.path());
     let first = stdout(&p.run(&probe)).to_string();
-    assert_walls(&first, &hidden_dir, &hidden_file, "first call (no spare)");
+    assert_walls(&first, &hidden_dir, &hidden_file, "the first call");
     for i in 0..3 {
-        let spare = the_spare(the_zygote());
         let next = stdout(&p.run(&probe)).to_string();
-        // DONE comes just before the reaper's exit: give it a moment.
-        let end = Instant::now() + Duration::from_secs(2);
-        while is_alive(spare) && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(
-            !is_alive(spare),
-            "call {i}: the spare {spare} was not the one that took the command"
-        );
-        assert_walls(&next, &hidden_dir, &hidden_file, "a call on the spare");
-        assert_eq!(
-            next, first,
-            "call {i} on the spare saw other walls than the first"
-        );
+        assert_walls(&next, &hidden_dir, &hidden_file, "a later call");
+        assert_eq!(next, first, "call {i} saw other walls than the first");
     }
     assert!(!outside.path().join("w").exists());
     p.host.shutdown();
@@ -292,12 +276,11 @@ fn unprivileged_check_reports_the_user_namespace_layers_active() {
     );
 }
 
-/// As an unprivileged user, the first command (no spare yet) and the next
-/// ones (spares, which unshare their mount namespace inside the user
-/// namespace they were cloned into) see the same walls: a hidden path is
-/// covered, a locked mount cannot be undone, /proc is the namespace's own.
+/// As an unprivileged user, the first command and the next ones see the
+/// same walls: a hidden path is covered, a locked mount cannot be undone,
+/// /proc is the namespace's own.
 #[test]
-fn unprivileged_hidden_paths_hold_on_the_first_call_and_on_spares() {
+fn unprivileged_hidden_paths_hold_on_every_call() {
     assert!(
         is_root(),
         "this test switches to uid 65534: run the suite as root (CI does)"
@@ -316,11 +299,7 @@ fn unprivileged_hidden_paths_hold_on_the_first_call_and_on_spares() {
     assert_eq!(results.len(), 3, "{results:?}\n{stderr}");
     let views: Vec<String> = results.iter().map(|r| stdout(r).to_string()).collect();
     for (i, v) in views.iter().enumerate() {
-        let which = if i == 0 {
-            "first call (no spare)"
-        } else {
-            "a call on the spare"
-        };
+        let which = if i == 0 { "the first call" } else { "a later call" };
         assert_walls(v, &u.home().join(".ssh"), &token, which);
         assert!(
             v.contains("uidmap=65534 65534 1"),
@@ -329,88 +308,101 @@ fn unprivileged_hidden_paths_hold_on_the_first_call_and_on_spares() {
     }
     assert_eq!(
         views[1], views[0],
-        "the spare saw other walls than the first call"
+        "the second call saw other walls than the first"
     );
     assert_eq!(
         views[2], views[0],
-        "the spare saw other walls than the first call"
+        "the third call saw other walls than the first"
     );
     assert!(!u.dir.path().join("outside/w").exists());
 }
 
 // ---------------------------------------------------------------------------
-// 2. The zygote closes what it inherited.
+// 2. The host's mounts as they are when the command starts.
 
-/// fds the host holds without close-on-exec when the zygote starts (low
-/// numbers the reaper's slots use, and high ones) reach neither the
-/// zygote, nor its spare, nor a command; a reader of such a pipe sees EOF
-/// as soon as the host closes its end.
+/// A private mount (tmpfs) at `at`, or None when this machine cannot mount.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn at(at: &Path) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).ok()?;
+        let src = std::ffi::CString::new("tmpfs").ok()?;
+        let dst = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()).ok()?;
+        // SAFETY: mount(2) with NUL-terminated strings we own.
+        let rc = unsafe {
+            libc::mount(
+                src.as_ptr(),
+                dst.as_ptr(),
+                src.as_ptr(),
+                0,
+                c"size=64k".as_ptr().cast(),
+            )
+        };
+        (rc == 0).then(|| Tmpfs(at.to_path_buf()))
+    }
+
+    fn unmount(&self) {
+        let dst = std::ffi::CString::new(self.0.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: umount2 on a NUL-terminated path we own.
+        unsafe { libc::umount2(dst.as_ptr(), libc::MNT_DETACH) };
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        self.unmount();
+    }
+}
+
+/// A command's mount namespace is a copy of the host's mounts as they are
+/// when it starts: a filesystem mounted since the last call (the working
+/// folder's own disk, a FUSE mount, a build cache) is visible to it.
 #[test]
-fn inherited_fds_reach_neither_the_zygote_the_spare_nor_a_command() {
+fn sandbox_a_filesystem_mounted_after_the_last_call_is_seen_by_the_next() {
     let _l = lock();
-    let p = InProcess::bash("sandbox = \"off\"");
-    let mut pipes = Vec::new();
-    for _ in 0..8 {
-        let mut fds = [0; 2];
-        // SAFETY: pipe(2) into a local array (no O_CLOEXEC on purpose).
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        pipes.push(fds);
-    }
-    // One at a high number too.
-    // SAFETY: fcntl on our own fd; the duplicate has no close-on-exec.
-    let high = unsafe { libc::fcntl(pipes[0][1], libc::F_DUPFD, 900) };
-    assert!(high >= 900);
-    let mine: Vec<String> = pipes
-        .iter()
-        .flat_map(|f| f.iter())
-        .chain(std::iter::once(&high))
-        .map(|fd| {
-            std::fs::read_link(format!("/proc/self/fd/{fd}"))
-                .unwrap()
-                .display()
-                .to_string()
-        })
-        .collect();
-    let r = p.run("ls -l /proc/$$/fd | awk '{print $NF}' | grep pipe | tr '\\n' ' '; echo");
-    let seen = stdout(&r).to_string();
-    let zygote = the_zygote();
-    let spare = the_spare(zygote);
-    for pid in [zygote, spare] {
-        let held: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| std::fs::read_link(e.path()).ok())
-                    .map(|p| p.display().to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        for m in &mine {
-            assert!(!held.contains(m), "{pid} holds the host's {m}: {held:?}");
-        }
-    }
-    for m in &mine {
-        assert!(
-            !seen.contains(m.as_str()),
-            "the command holds the host's {m}: {seen}"
-        );
-    }
-    // SAFETY: closing our own fds.
-    unsafe {
-        for f in &pipes {
-            libc::close(f[1]);
-        }
-        libc::close(high);
-    }
-    let mut buf = [0u8; 1];
-    for f in &pipes {
-        // SAFETY: a non-blocking read on our own fd.
-        unsafe { libc::fcntl(f[0], libc::F_SETFL, libc::O_NONBLOCK) };
-        // SAFETY: reading one byte into a local buffer.
-        let n = unsafe { libc::read(f[0], buf.as_mut_ptr().cast(), 1) };
-        assert_eq!(n, 0, "a write end is still held somewhere (read gave {n})");
-        // SAFETY: closing our own fd.
-        unsafe { libc::close(f[0]) };
-    }
+    let p = InProcess::bash("");
+    assert_eq!(p.run("true")["status"], "success");
+    let late = p.path().join("late");
+    let _m = Tmpfs::at(&late).expect("mounting a tmpfs (run the suite as root: CI does)");
+    std::fs::write(late.join("f"), "mounted-later\n").expect("write into the new mount");
+    // Control: the host itself sees it.
+    assert_eq!(
+        std::fs::read_to_string(late.join("f")).unwrap(),
+        "mounted-later\n"
+    );
+    let r = p.run("cat late/f");
+    assert_eq!(
+        stdout(&r),
+        "mounted-later\n",
+        "the command ran in a mount namespace copied before the filesystem was mounted: {r}"
+    );
+    p.host.shutdown();
+}
+
+/// A filesystem the host unmounted since the last call (an encrypted
+/// volume the user locks, a removable disk) is gone for the next command:
+/// nothing of the mount keeps a mount table from an earlier call.
+#[test]
+fn sandbox_a_filesystem_the_host_unmounted_is_gone_for_the_next_command() {
+    let _l = lock();
+    let p = InProcess::bash("");
+    let dir = p.path().join("vault");
+    let m = Tmpfs::at(&dir).expect("mounting a tmpfs (run the suite as root: CI does)");
+    std::fs::write(dir.join("secret"), "vault-contents\n").expect("write into the mount");
+    let r = p.run("cat vault/secret");
+    assert_eq!(
+        stdout(&r),
+        "vault-contents\n",
+        "control: mounted, it is read: {r}"
+    );
+    // The user locks the vault.
+    m.unmount();
+    assert!(!dir.join("secret").exists(), "the host still sees it");
+    let r = p.run("cat vault/secret");
+    assert!(
+        !stdout(&r).contains("vault-contents"),
+        "the command read a filesystem the host had unmounted: {r}"
+    );
     p.host.shutdown();
 }
 
@@ -525,7 +517,7 @@ fn sandbox_a_reaper_killed_from_outside_leaves_no_cgroup() {
     require_cgroup();
     let _l = lock();
     let p = Arc::new(InProcess::bash(CG));
-    // Warm: a zygote and a spare.
+    // Warm: the zygote runs.
     assert_eq!(p.run("true")["status"], "success");
     let zygote = the_zygote();
     for round in 0..3 {
@@ -537,7 +529,7 @@ fn sandbox_a_reaper_killed_from_outside_leaves_no_cgroup() {
                 (r, t.elapsed())
             })
         };
-        // The reaper: the zygote's child that has children (the spare has none).
+        // The reaper: the zygote's child that has children.
         let end = Instant::now() + Duration::from_secs(10);
         let reaper = loop {
             let found = children(zygote)
