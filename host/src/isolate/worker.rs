@@ -43,14 +43,8 @@ impl Out {
 
 /// Runs the worker; `parent` is the host's pid.
 pub fn main(parent: u32, memory_limit_mb: Option<u64>) -> ExitCode {
-    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no
-    // memory of ours.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-    }
-    // The parent may have died before the prctl: then we were re-parented.
-    // SAFETY: getppid has no preconditions.
-    if u32::try_from(unsafe { libc::getppid() }).ok() != Some(parent) {
+    if let Err(e) = toolhost_supervise::death::arm(parent, nix::sys::signal::Signal::SIGKILL) {
+        eprintln!("toolhost worker: {e}");
         return ExitCode::from(1);
     }
     if let Some(mb) = memory_limit_mb {
