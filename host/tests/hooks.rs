@@ -95,3 +95,81 @@ fn a_background_process_holding_stdout_neither_times_the_hook_out_nor_survives()
     }
     assert_eq!(processes(&marker), "", "the hook's background process survived");
 }
+
+/// A hook script that starts `sleep 300` in a new session (out of the
+/// hook's process group, which is all a group kill reaches), writes that
+/// process's pid to `pidfile` and, once it is there, runs `then`.
+fn escaping_hook(env: &Env, pidfile: &std::path::Path, then: &str) -> String {
+    let file = pidfile.display();
+    hook(
+        env,
+        "escapes.sh",
+        &format!(
+            "cat >/dev/null\n\
+             setsid sh -c 'echo $$ > {file}.tmp && mv {file}.tmp {file}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+             while [ ! -s {file} ]; do sleep 0.01; done\n\
+             {then}"
+        ),
+    )
+}
+
+/// The pid the hook wrote, and whether it is gone within a moment.
+fn escaped_is_gone(pidfile: &std::path::Path) -> (i32, bool) {
+    let pid: i32 = std::fs::read_to_string(pidfile)
+        .expect("the hook wrote its escaped child's pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let until = Instant::now() + Duration::from_secs(2);
+    while common::procs::is_alive(pid) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let gone = !common::procs::is_alive(pid);
+    if !gone {
+        // Leave nothing behind on failure either.
+        let _ = nix_kill(pid);
+    }
+    (pid, gone)
+}
+
+fn nix_kill(pid: i32) -> std::io::Result<std::process::ExitStatus> {
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+}
+
+#[test]
+fn a_setsid_child_of_a_hook_does_not_outlive_the_hook() {
+    let env = Env::new("");
+    let pidfile = env.path().join("escaped.pid");
+    let script = escaping_hook(
+        &env,
+        &pidfile,
+        r#"echo '{"decision":"deny","reason":"answered, child left running"}'"#,
+    );
+    env.set_plan(&pre_hook(&script, "timeout_ms = 20000\n"));
+    let called = env.call("echo", json!({"message": "x"}));
+    assert_eq!(called.status(), "policy_denied", "{}", called.result);
+    called.assert_says("answered, child left running");
+    let (pid, gone) = escaped_is_gone(&pidfile);
+    assert!(gone, "the hook's setsid child {pid} outlived the hook");
+}
+
+#[test]
+fn a_setsid_child_of_a_hook_that_times_out_does_not_outlive_it() {
+    let env = Env::new("");
+    let pidfile = env.path().join("escaped.pid");
+    let script = escaping_hook(&env, &pidfile, "sleep 300");
+    env.set_plan(&pre_hook(&script, "timeout_ms = 1500\n"));
+    let started = Instant::now();
+    let called = env.call("echo", json!({"message": "x"}));
+    assert_eq!(called.status(), "policy_denied", "{}", called.result);
+    called.assert_says("timed out after 1500 ms");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let (pid, gone) = escaped_is_gone(&pidfile);
+    assert!(gone, "the timed-out hook's setsid child {pid} outlived it");
+}

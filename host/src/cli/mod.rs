@@ -88,13 +88,16 @@ enum Command {
         #[arg(long)]
         memory_limit_mb: Option<u64>,
     },
-    /// Internal: the subreaper a stdio MCP server runs under (started by the host).
+    /// Internal: the subreaper a stdio MCP server or a hook runs under (started by the host).
     #[command(name = "__reaper", hide = true)]
     Reaper {
         /// The host's pid (the reaper exits if it is not its parent).
         #[arg(long)]
         parent: u32,
-        /// The server's command line.
+        /// What the command is, for the message when it cannot start.
+        #[arg(long, default_value = "command")]
+        what: String,
+        /// The command line (an MCP server's, a hook's).
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
@@ -116,8 +119,13 @@ pub fn main() -> ExitCode {
         logging::init(cli.log_format, "warn");
         return crate::isolate::worker::main(parent, memory_limit_mb);
     }
-    if let Command::Reaper { parent, command } = &cli.command {
-        return crate::isolate::reaper::main(*parent, command);
+    if let Command::Reaper {
+        parent,
+        what,
+        command,
+    } = &cli.command
+    {
+        return toolhost_supervise::reaper::main(*parent, what, command);
     }
     let default_level = if matches!(cli.command, Command::Check) {
         "info"

@@ -9,12 +9,7 @@
 
 pub mod bounds;
 pub(crate) mod error;
-pub(crate) mod exit;
 mod frame;
-pub(crate) mod ledger;
-pub mod reaper;
-pub(crate) mod restart;
-pub(crate) mod spawn;
 pub(crate) mod supervisor;
 pub mod worker;
 
@@ -23,9 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use error::SupervisorError;
-pub use exit::{describe, signal_name, Ended};
-pub use ledger::{Ledger, MAX_CRASHES, WINDOW};
-pub use supervisor::{crashed_result, set_worker_program, Supervisor};
+pub use supervisor::{crashed_result, set_worker_program, unavailable_result, Supervisor};
+pub use toolhost_supervise::{describe, signal_name, Ended, Ledger, MAX_CRASHES, WINDOW};
 
 use crate::context::CallContext;
 use crate::events::EventBus;

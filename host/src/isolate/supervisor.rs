@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -20,29 +20,17 @@ use toolhost_core::{Manifest, Status, ToolResult};
 
 use super::bounds::{CallCount, EventNames, Meter, WorkerLimits};
 use super::error::{Step, SupervisorError};
-use super::exit::{self, Ended};
 use super::frame::{self, Frame, Kind, ReadError};
-use super::restart::Restarts;
 use crate::context::CallContext;
 use crate::events::EventBus;
 use crate::loader::{log_line, ModuleError};
+use toolhost_supervise::{describe, Ended, Process, Restarts, Unavailable, MAX_CRASHES, WINDOW};
 
-/// The program re-executed as the worker: this executable unless an
-/// embedder said otherwise with [`set_worker_program`].
-static WORKER_PROGRAM: OnceLock<PathBuf> = OnceLock::new();
-
-/// Names the `toolhost` binary to run workers with, for programs that embed
-/// the host library (their own executable has no worker subcommand).
-/// Only the first call counts.
+/// Names the `toolhost` binary to run workers (and the reaper of MCP
+/// servers and hooks) with, for programs that embed the host library (their
+/// own executable has no worker subcommand). Only the first call counts.
 pub fn set_worker_program(path: PathBuf) {
-    let _ = WORKER_PROGRAM.set(path);
-}
-
-pub(crate) fn worker_program() -> std::io::Result<PathBuf> {
-    match WORKER_PROGRAM.get() {
-        Some(path) => Ok(path.clone()),
-        None => std::env::current_exe(),
-    }
+    toolhost_supervise::program::set(path);
 }
 
 /// What one call hears from the reader thread.
@@ -64,7 +52,9 @@ struct Launch {
 
 /// A running worker.
 struct Live {
-    pid: u32,
+    /// Killed from any thread (a stuck call, the start's watchdog); waited
+    /// for by the reader thread.
+    process: Arc<Process>,
     /// Its stdin; `None` once closed (shutdown).
     input: Mutex<Option<ChildStdin>>,
     /// Calls waiting for an answer; `None` once the worker is dead.
@@ -168,7 +158,7 @@ impl Supervisor {
     ) -> Result<(Arc<Live>, Started), SupervisorError> {
         let started = std::time::Instant::now();
         let label = &self.launch.label;
-        let program = worker_program().map_err(|error| SupervisorError::Program {
+        let program = toolhost_supervise::program::get().map_err(|error| SupervisorError::Program {
             label: label.clone(),
             error,
         })?;
@@ -183,16 +173,19 @@ impl Supervisor {
         if let Some(mb) = self.launch.memory_limit_mb {
             command.arg("--memory-limit-mb").arg(mb.to_string());
         }
-        let mut child = super::spawn::spawn(command).map_err(|error| SupervisorError::Spawn {
+        let mut child = toolhost_supervise::spawn(command).map_err(|error| SupervisorError::Spawn {
             label: label.clone(),
             error,
         })?;
-        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
+        let pipes = (child.stdin.take(), child.stdout.take());
+        let process = Arc::new(Process::new(child));
+        let (Some(input), Some(output)) = pipes else {
+            process.kill();
+            process.wait();
             return Err(SupervisorError::Pipes { label: label.clone() });
         };
         let live = Arc::new(Live {
-            pid: child.id(),
+            process: process.clone(),
             input: Mutex::new(Some(input)),
             pending: Mutex::new(Some(HashMap::new())),
             killed: AtomicBool::new(false),
@@ -207,18 +200,18 @@ impl Supervisor {
         let (finished, watch) = mpsc::channel::<()>();
         let timed_out = Arc::new(AtomicBool::new(false));
         {
-            let (pid, timed_out) = (live.pid, timed_out.clone());
+            let (watched, timed_out) = (process.clone(), timed_out.clone());
             let watchdog = std::thread::Builder::new()
-                .name(format!("toolhost-worker-start-{pid}"))
+                .name(format!("toolhost-worker-start-{}", process.id()))
                 .spawn(move || {
                     if let Err(mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(limit) {
                         timed_out.store(true, Ordering::SeqCst);
-                        kill(pid);
+                        watched.kill();
                     }
                 });
             if let Err(error) = watchdog {
-                let _ = child.kill();
-                let _ = child.wait();
+                process.kill();
+                process.wait();
                 return Err(SupervisorError::Thread {
                     label: label.clone(),
                     what: "watch its worker's start",
@@ -279,8 +272,8 @@ impl Supervisor {
                 let me = self.clone();
                 let watched = live.clone();
                 std::thread::Builder::new()
-                    .name(format!("toolhost-worker-{}", live.pid))
-                    .spawn(move || me.read(watched, reader, meter, child))
+                    .name(format!("toolhost-worker-{}", process.id()))
+                    .spawn(move || me.read(watched, reader, meter))
                     .map_err(|error| SupervisorError::Thread {
                         label: label.clone(),
                         what: "start its reader thread",
@@ -290,8 +283,8 @@ impl Supervisor {
             }
             Err(_) if timed_out => {
                 drop(live);
-                let _ = child.kill();
-                let _ = child.wait();
+                process.kill();
+                process.wait();
                 Err(SupervisorError::TimedOut {
                     label: label.clone(),
                     limit_ms: limit.as_millis(),
@@ -299,9 +292,9 @@ impl Supervisor {
             }
             Err(step) => {
                 drop(live);
-                let _ = child.kill();
-                let status = child.wait().ok();
-                Err(step.into_error(label, || exit::describe(status).why))
+                process.kill();
+                let status = process.wait();
+                Err(step.into_error(label, || describe(status).why))
             }
         }
     }
@@ -375,13 +368,7 @@ impl Supervisor {
 
     /// The reader thread: routes the worker's frames to their calls, and
     /// answers every call in flight when the worker ends.
-    fn read(
-        self: Arc<Self>,
-        live: Arc<Live>,
-        mut reader: BufReader<ChildStdout>,
-        mut meter: Meter,
-        mut child: Child,
-    ) {
+    fn read(self: Arc<Self>, live: Arc<Live>, mut reader: BufReader<ChildStdout>, mut meter: Meter) {
         let mut buf = Vec::new();
         // Set when the worker broke the protocol (or went past a cap) and
         // the host killed it.
@@ -398,7 +385,7 @@ impl Supervisor {
                     // protocol may go on living, and its calls would
                     // never be answered.
                     tracing::error!(module = %self.name(), "worker {e}; ending it");
-                    let _ = child.kill();
+                    live.process.kill();
                     broke = Some(e);
                     break;
                 }
@@ -406,8 +393,8 @@ impl Supervisor {
         }
         drop(reader);
         drop(buf);
-        let status = child.wait().ok();
-        let mut ended = exit::describe(status);
+        let status = live.process.wait();
+        let mut ended = describe(status);
         let killed = live.killed.load(Ordering::SeqCst);
         if killed {
             ended.why =
@@ -430,7 +417,7 @@ impl Supervisor {
         if !closing {
             tracing::error!(
                 module = %self.name(),
-                pid = live.pid,
+                pid = live.process.id(),
                 in_flight = orphans.len(),
                 crashes,
                 "isolated module's worker {}",
@@ -491,12 +478,13 @@ impl Supervisor {
         let started = self.state.live(
             || {
                 let (live, _) = self.start(None)?;
-                tracing::info!(module = %self.name(), pid = live.pid, "restarted the isolated module's worker");
+                tracing::info!(module = %self.name(), pid = live.process.id(), "restarted the isolated module's worker");
                 Ok::<_, SupervisorError>(live)
             },
             || ctx.is_cancelled() || ctx.remaining_ms() == 0,
         );
-        started.map_err(|why| why.result(&format!("module '{}'", self.name()), ctx.is_cancelled()))
+        started
+            .map_err(|why| unavailable_result(&why, &format!("module '{}'", self.name()), ctx.is_cancelled()))
     }
 
     /// Runs one call in the worker and returns its ToolResult as JSON text.
@@ -569,7 +557,7 @@ impl Supervisor {
             return false;
         };
         live.killed.store(true, Ordering::SeqCst);
-        kill(live.pid);
+        live.process.kill();
         true
     }
 
@@ -591,7 +579,7 @@ impl Supervisor {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        kill(live.pid);
+        live.process.kill();
     }
 }
 
@@ -620,16 +608,6 @@ fn start_timeout() -> Duration {
     })
 }
 
-fn kill(pid: u32) {
-    if let Ok(pid) = i32::try_from(pid) {
-        // SAFETY: kill(2) with a pid of a child we spawned and have not
-        // reaped (the reader thread reaps it only after its pipe closes).
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
-    }
-}
-
 /// `module_crashed`, retryable, naming how the process ended.
 pub fn crashed_result(module: &str, why: &str, details: Value) -> ToolResult {
     let mut result = ToolResult::failure(
@@ -646,6 +624,59 @@ pub fn crashed_result(module: &str, why: &str, details: Value) -> ToolResult {
         error.retryable = true;
     }
     result
+}
+
+/// The answer for a call that found no live process: `what` names it for
+/// people ("module 'x'", "MCP server 'x'"); `cancelled` says whether a
+/// caller that gave up was cancelled (else its deadline passed).
+pub fn unavailable_result(why: &Unavailable, what: &str, cancelled: bool) -> ToolResult {
+    match why {
+        Unavailable::Failed => ToolResult::failure(
+            "",
+            Status::Error,
+            codes::MODULE_FAILED,
+            format!(
+                "{what} crashed {MAX_CRASHES} times within {}s and is disabled until the host restarts",
+                WINDOW.as_secs()
+            ),
+        ),
+        Unavailable::StartFailed(message) => {
+            let mut result = ToolResult::failure(
+                "",
+                Status::Error,
+                codes::MODULE_CRASHED,
+                format!(
+                    "{what} crashed and could not be restarted: {message}. The host kept running; \
+                     the next call tries again after a backoff"
+                ),
+            );
+            if let Some(error) = result.error.as_mut() {
+                error.retryable = true;
+            }
+            result
+        }
+        Unavailable::GaveUp if cancelled => ToolResult::failure(
+            "",
+            Status::Cancelled,
+            codes::CANCELLED,
+            format!("{what} was being restarted after a crash, and the call was cancelled before the restart finished"),
+        ),
+        Unavailable::GaveUp => {
+            let mut result = ToolResult::failure(
+                "",
+                Status::Timeout,
+                codes::TIMEOUT,
+                format!(
+                    "{what} was being restarted after a crash, and the call reached its deadline before the \
+                     restart finished; retry when it is back"
+                ),
+            );
+            if let Some(error) = result.error.as_mut() {
+                error.retryable = true;
+            }
+            result
+        }
+    }
 }
 
 fn encode(result: &ToolResult) -> String {

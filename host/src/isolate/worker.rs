@@ -14,7 +14,6 @@ use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -43,14 +42,8 @@ impl Out {
 
 /// Runs the worker; `parent` is the host's pid.
 pub fn main(parent: u32, memory_limit_mb: Option<u64>) -> ExitCode {
-    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no
-    // memory of ours.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-    }
-    // The parent may have died before the prctl: then we were re-parented.
-    // SAFETY: getppid has no preconditions.
-    if u32::try_from(unsafe { libc::getppid() }).ok() != Some(parent) {
+    if let Err(e) = toolhost_supervise::death::arm(parent, nix::sys::signal::Signal::SIGKILL) {
+        eprintln!("toolhost worker: {e}");
         return ExitCode::from(1);
     }
     if let Some(mb) = memory_limit_mb {
@@ -76,8 +69,7 @@ pub fn main(parent: u32, memory_limit_mb: Option<u64>) -> ExitCode {
         }
     };
     let out = Out(Arc::new(Mutex::new(output)));
-    let mut input = BufReader::new(input);
-    serve(&mut input, &out);
+    serve(BufReader::new(input), &out);
     ExitCode::SUCCESS
 }
 
@@ -120,10 +112,10 @@ fn read_frame(input: &mut BufReader<File>, line: &mut String) -> Option<Frame> {
     }
 }
 
-fn serve(input: &mut BufReader<File>, out: &Out) {
+fn serve(mut input: BufReader<File>, out: &Out) {
     let mut line = String::new();
     // open
-    let Some(open) = read_frame(input, &mut line) else {
+    let Some(open) = read_frame(&mut input, &mut line) else {
         return;
     };
     let path = open.text.unwrap_or_default();
@@ -139,7 +131,7 @@ fn serve(input: &mut BufReader<File>, out: &Out) {
     out.send(&Frame::new(Kind::Manifest).body(&manifest));
 
     // mount
-    let Some(mount) = read_frame(input, &mut line) else {
+    let Some(mount) = read_frame(&mut input, &mut line) else {
         return;
     };
     let coordinator = WorkerCoordinator {
@@ -177,113 +169,116 @@ fn serve(input: &mut BufReader<File>, out: &Out) {
     out.send(&mounted);
 
     // calls, until the host closes our input
-    let running: Arc<Mutex<HashMap<u64, CancelToken>>> = Arc::default();
-    let pool = Pool::new();
-    while let Some(frame) = read_frame(input, &mut line) {
-        match frame.t {
-            Kind::Call => {
-                let id = frame.id.unwrap_or(0);
-                let name = frame.text.clone().unwrap_or_default();
-                let Some(tool) = tools.get(&name).cloned() else {
-                    let result = toolhost_core::ToolResult::failure(
-                        "",
-                        toolhost_core::Status::Error,
-                        toolhost_core::wire::codes::UNKNOWN_TOOL,
-                        format!("the worker has no tool '{name}'"),
-                    );
-                    let text = serde_json::to_string(&result).unwrap_or_default();
-                    out.send(&Frame::new(Kind::Result).id(id).body(&text));
-                    continue;
-                };
-                let cancel = CancelToken::new();
-                running
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(id, cancel.clone());
-                let ctx = WorkerContext {
-                    id,
-                    cancel,
-                    deadline: frame
-                        .deadline_ms
-                        .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms))),
-                    out: out.clone(),
-                };
-                let call = frame.body_text().to_string();
-                let (out, running) = (out.clone(), running.clone());
-                pool.run(Box::new(move || {
-                    let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
-                    let result = tool.execute(RStr::from_str(&call), ffi);
-                    running.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-                    out.send(&Frame::new(Kind::Result).id(id).body(result.as_str()));
-                }));
-            }
-            Kind::Cancel => {
-                let token = frame.id.and_then(|id| {
-                    running
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .get(&id)
-                        .cloned()
-                });
-                if let Some(token) = token {
-                    token.cancel();
-                }
-            }
-            other => eprintln!("toolhost worker: ignored an unexpected {other:?} frame"),
-        }
-    }
-    drop(tools);
+    let calls = Arc::new(Calls {
+        input: Mutex::new(input),
+        tools,
+        running: Mutex::default(),
+        out: out.clone(),
+        idle: AtomicUsize::new(1),
+    });
+    calls.serve();
+    drop(calls);
     cleanup.cleanup();
 }
 
-/// Threads that run calls: an idle one takes the next call, and a call
-/// that finds none idle gets a new one.
-struct Pool {
-    jobs: mpsc::Sender<Job>,
-    queue: Arc<Mutex<mpsc::Receiver<Job>>>,
-    idle: Arc<AtomicUsize>,
+/// The worker's call threads. Whichever idle thread holds `input` reads
+/// the next frame, and runs a call it reads itself, once another thread is
+/// there to take over reading (one is started when none is idle): a call
+/// reaches its tool with no hand-off between threads, which on a busy
+/// machine costs a wake-up each.
+struct Calls {
+    input: Mutex<BufReader<File>>,
+    tools: HashMap<String, Arc<FfiToolBox>>,
+    /// Cancel tokens of the calls running.
+    running: Mutex<HashMap<u64, CancelToken>>,
+    out: Out,
+    /// Threads reading or waiting to read (not running a call).
+    idle: AtomicUsize,
 }
 
-type Job = Box<dyn FnOnce() + Send>;
-
-impl Pool {
-    fn new() -> Self {
-        let (jobs, queue) = mpsc::channel();
-        Pool {
-            jobs,
-            queue: Arc::new(Mutex::new(queue)),
-            idle: Arc::default(),
+impl Calls {
+    /// Reads and handles frames until the host closes the input.
+    fn serve(self: &Arc<Self>) {
+        let mut line = String::new();
+        loop {
+            let frame = {
+                let mut input = self.input.lock().unwrap_or_else(PoisonError::into_inner);
+                read_frame(&mut input, &mut line)
+            };
+            let Some(frame) = frame else { return };
+            match frame.t {
+                Kind::Call => self.call(frame),
+                Kind::Cancel => {
+                    let token = frame.id.and_then(|id| {
+                        self.running
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .get(&id)
+                            .cloned()
+                    });
+                    if let Some(token) = token {
+                        token.cancel();
+                    }
+                }
+                other => eprintln!("toolhost worker: ignored an unexpected {other:?} frame"),
+            }
         }
     }
 
-    fn run(&self, job: Job) {
-        // Reserve an idle thread, or start one with this job.
-        if self
-            .idle
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-        {
-            if self.jobs.send(job).is_ok() {
-                return;
-            }
+    /// Runs one call on this thread.
+    fn call(self: &Arc<Self>, frame: Frame) {
+        let id = frame.id.unwrap_or(0);
+        let name = frame.text.as_deref().unwrap_or_default();
+        let Some(tool) = self.tools.get(name).cloned() else {
+            let result = toolhost_core::ToolResult::failure(
+                "",
+                toolhost_core::Status::Error,
+                toolhost_core::wire::codes::UNKNOWN_TOOL,
+                format!("the worker has no tool '{name}'"),
+            );
+            let text = serde_json::to_string(&result).unwrap_or_default();
+            self.out.send(&Frame::new(Kind::Result).id(id).body(&text));
             return;
+        };
+        // This thread stops reading: another must be there to read the
+        // next call or a cancel of this one.
+        if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.start_reader();
         }
-        let (queue, idle) = (self.queue.clone(), self.idle.clone());
-        let spawned = std::thread::Builder::new()
+        let cancel = CancelToken::new();
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, cancel.clone());
+        let ctx = WorkerContext {
+            id,
+            cancel,
+            deadline: frame
+                .deadline_ms
+                .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms))),
+            out: self.out.clone(),
+        };
+        let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
+        let result = tool.execute(RStr::from_str(frame.body_text()), ffi);
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        self.out
+            .send(&Frame::new(Kind::Result).id(id).body(result.as_str()));
+        self.idle.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Starts one more call thread, which begins by reading.
+    fn start_reader(self: &Arc<Self>) {
+        self.idle.fetch_add(1, Ordering::SeqCst);
+        let me = self.clone();
+        let started = std::thread::Builder::new()
             .name("toolhost-call".into())
-            .spawn(move || {
-                let mut job = job;
-                loop {
-                    job();
-                    idle.fetch_add(1, Ordering::SeqCst);
-                    let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-                    match next {
-                        Ok(next) => job = next,
-                        Err(_) => return,
-                    }
-                }
-            });
-        if let Err(e) = spawned {
+            .spawn(move || me.serve());
+        if let Err(e) = started {
+            // Frames wait until a running call ends and its thread reads.
+            self.idle.fetch_sub(1, Ordering::SeqCst);
             eprintln!("toolhost worker: cannot start a call thread: {e}");
         }
     }

@@ -5,15 +5,19 @@
 //! (empty output means allow). A pre-hook may deny the call or rewrite its
 //! input (which is validated again); a post-hook may withhold or rewrite the
 //! output. A hook that fails, hangs past its timeout or answers garbage is
-//! killed (its whole process group) and its `on_failure` policy applies.
+//! killed, with everything it started, and its `on_failure` policy applies.
 //!
-//! Stdout and stderr are read while the hook runs (stderr's tail goes into
-//! the error message), and the hook is finished when its process exits:
-//! anything it left running in its process group is killed then, so a
-//! background job holding stdout neither stalls the call nor survives it.
+//! Each hook runs under the subreaper of [`toolhost_supervise::reaper`], so
+//! "everything it started" includes processes that left its process group
+//! or session (`setsid`, a daemonising double fork). Stdout and stderr are
+//! read while the hook runs (stderr's tail goes into the error message),
+//! and the hook is finished when its process exits: anything it left
+//! running is killed then, so a background job holding stdout neither
+//! stalls the call nor survives it.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use globset::{Glob, GlobMatcher};
@@ -22,6 +26,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use toolhost_core::wire::codes;
 use toolhost_core::{Status, ToolResult};
+use toolhost_supervise::{reaper, Process};
 
 use crate::plan::{HookEntry, HookEvent, HookFailure, Plan};
 use crate::tool::MountedTool;
@@ -46,7 +51,7 @@ pub struct Hooks {
 /// call); the message goes into the refusal and its `details.failure`.
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
-    /// The program could not be started.
+    /// The program (or the reaper it runs under) could not be started.
     #[error("cannot start {program}: {error}")]
     Start {
         /// The program, as resolved.
@@ -57,7 +62,10 @@ pub enum HookError {
     /// Waiting for the process failed.
     #[error("cannot wait for it: {0}")]
     Wait(std::io::Error),
-    /// It ran past its `timeout_ms` (its process group was killed).
+    /// Its pipes could not be handed to the runtime.
+    #[error("cannot read or write its pipes: {0}")]
+    Pipe(std::io::Error),
+    /// It ran past its `timeout_ms` (it and all it started were killed).
     #[error("timed out after {0} ms")]
     TimedOut(u64),
     /// It exited unsuccessfully.
@@ -250,44 +258,44 @@ impl Hooks {
             }
         };
         self.verify_pins(hook)?;
-        let mut child = tokio::process::Command::new(&program)
-            .args(&hook.command[1..])
+        let start_error = |error| HookError::Start {
+            program: program.display().to_string(),
+            error,
+        };
+        let reaper_program = toolhost_supervise::program::get().map_err(start_error)?;
+        let mut command = reaper::command(&reaper_program, "hook", &program, &hook.command[1..]);
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|error| HookError::Start {
-                program: program.display().to_string(),
-                error,
-            })?;
-        let pgid = child.id();
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
+            .stderr(Stdio::piped());
+        let mut child = toolhost_supervise::spawn(command).map_err(start_error)?;
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let process = Arc::new(Process::new(child));
+        // However this call ends (an answer, a timeout, the caller dropping
+        // it), the reaper is told to end the hook and all it started.
+        let _stop = Stop(process.clone());
+        let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+            return Err(HookError::Pipe(std::io::Error::other("the hook has no pipes")));
+        };
+        let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(HookError::Pipe)?;
+        let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(HookError::Pipe)?;
+        let stderr = tokio::process::ChildStderr::from_std(stderr).map_err(HookError::Pipe)?;
         let payload = event.to_string();
         let feed = async move {
-            if let Some(mut stdin) = stdin {
-                // A hook that ignores stdin may close it early; that is fine.
-                let _ = stdin.write_all(payload.as_bytes()).await;
-                let _ = stdin.shutdown().await;
-            }
+            let mut stdin = stdin;
+            // A hook that ignores stdin may close it early; that is fine.
+            let _ = stdin.write_all(payload.as_bytes()).await;
+            let _ = stdin.shutdown().await;
         };
-        // The hook is done when it exits. Whatever it left behind in its
-        // process group (a background job still holding stdout) is killed
-        // then, which also ends the reads below.
-        let exited = async {
-            let status = child.wait().await;
-            kill_group(pgid);
-            status.map_err(HookError::Wait)
-        };
+        // The hook is done when it exits: its reaper then kills whatever it
+        // left behind (a background job still holding stdout), which also
+        // ends the reads below, and exits as the hook did.
         let work = async {
             let ((), status, out, err) = tokio::join!(
                 feed,
-                exited,
-                read_capped(stdout, MAX_ANSWER_BYTES),
-                read_tail(stderr, STDERR_TAIL_BYTES)
+                wait(&process),
+                read_capped(Some(stdout), MAX_ANSWER_BYTES),
+                read_tail(Some(stderr), STDERR_TAIL_BYTES)
             );
             Ok::<_, HookError>((status?, out, err))
         };
@@ -295,7 +303,9 @@ impl Hooks {
         let (status, (out, too_long), err) = match outcome {
             Ok(result) => result?,
             Err(_) => {
-                kill_group(pgid);
+                // Nothing of the hook is left when the call goes on.
+                process.terminate();
+                let _ = tokio::time::timeout(REAP_LIMIT, wait(&process)).await;
                 return Err(HookError::TimedOut(hook.timeout_ms));
             }
         };
@@ -325,12 +335,26 @@ impl Hooks {
     }
 }
 
-/// Kills a hook's process group (SIGKILL), ignoring a group already gone.
-fn kill_group(pgid: Option<u32>) {
-    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
-        // SAFETY: killpg only sends a signal; the group is the one the hook
-        // was started in (`process_group(0)` made its pid the group id).
-        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+/// How long a timed-out hook's reaper may take to kill what the hook
+/// started and exit.
+const REAP_LIMIT: Duration = Duration::from_secs(2);
+
+/// Waits (on a blocking thread) for the hook's reaper to exit, which it
+/// does as the hook did, once nothing the hook started is left.
+async fn wait(process: &Arc<Process>) -> Result<ExitStatus, HookError> {
+    let process = process.clone();
+    tokio::task::spawn_blocking(move || process.wait())
+        .await
+        .map_err(|e| HookError::Wait(std::io::Error::other(e)))?
+        .ok_or_else(|| HookError::Wait(std::io::Error::other("its exit status could not be read")))
+}
+
+/// Stops a hook's reaper when dropped (a no-op once it has been reaped).
+struct Stop(Arc<Process>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.0.terminate();
     }
 }
 

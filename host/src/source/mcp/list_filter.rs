@@ -9,10 +9,13 @@
 //! JSON-RPC error for the same request, naming the cap, before the client
 //! sees it. Every other line passes unchanged.
 
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncBufRead, AsyncRead, BufReader, ReadBuf};
 
 use super::bounds::{ListBound, McpLimits};
 
@@ -23,61 +26,97 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// scanned.
 const SCAN_FROM_BYTES: usize = 64 * 1024;
 
-/// Starts a task (on the current runtime) that copies `stdout` to the
-/// stream it returns, line by line, replacing oversized tool lists.
-pub(super) fn filtered(stdout: impl AsyncRead + Send + Unpin + 'static, limits: McpLimits) -> DuplexStream {
-    let (mut ours, theirs) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stdout);
-        let mut line = Vec::new();
+/// `stdout`, passed on line by line, with oversized tool lists replaced.
+/// A reader rather than a task copying into a pipe: each message reaches
+/// the client with no extra task wake-up.
+pub(super) fn filtered<R: AsyncRead + Unpin>(stdout: R, limits: McpLimits) -> Filtered<R> {
+    Filtered {
+        reader: BufReader::new(stdout),
+        line: Vec::new(),
+        handed: 0,
+        whole: false,
+        skipping: false,
+        limits,
+    }
+}
+
+/// See [`filtered`].
+pub(super) struct Filtered<R> {
+    reader: BufReader<R>,
+    /// The line being gathered, or (once `whole`) being handed out.
+    line: Vec<u8>,
+    /// Bytes of a whole `line` already handed out.
+    handed: usize,
+    whole: bool,
+    /// Dropping the rest of a line past [`MAX_LINE_BYTES`].
+    skipping: bool,
+    limits: McpLimits,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Filtered<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let me = self.get_mut();
         loop {
-            line.clear();
-            let cap = MAX_LINE_BYTES as u64 + 1;
-            match (&mut reader).take(cap).read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
+            if me.whole {
+                let rest = &me.line[me.handed..];
+                let n = rest.len().min(out.remaining());
+                out.put_slice(&rest[..n]);
+                me.handed += n;
+                if me.handed == me.line.len() {
+                    me.whole = false;
+                    me.handed = 0;
+                    me.line.clear();
+                    if me.line.capacity() > 1024 * 1024 {
+                        me.line = Vec::new();
+                    }
+                }
+                return Poll::Ready(Ok(()));
             }
-            if line.len() > MAX_LINE_BYTES {
+            // A read error ends the stream, as the end of the pipe does.
+            let available = match ready!(Pin::new(&mut me.reader).poll_fill_buf(cx)) {
+                Ok(available) => available,
+                Err(_) => &[],
+            };
+            if available.is_empty() {
+                if me.line.is_empty() || me.skipping {
+                    return Poll::Ready(Ok(()));
+                }
+                // The last line, without its newline.
+                me.whole = true;
+                continue;
+            }
+            let (taken, ends) = match available.iter().position(|b| *b == b'\n') {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            if !me.skipping {
+                me.line.extend_from_slice(&available[..taken]);
+            }
+            Pin::new(&mut me.reader).consume(taken);
+            if me.line.len() > MAX_LINE_BYTES {
                 // Dropped, as the client itself would drop it.
                 tracing::error!(
                     "an MCP server sent a message longer than {MAX_LINE_BYTES} bytes; dropped it"
                 );
-                if skip_line(&mut reader).await.is_err() {
-                    return;
-                }
+                me.line = Vec::new();
+                me.skipping = !ends;
                 continue;
             }
-            if line.len() >= SCAN_FROM_BYTES {
-                if let Some(refusal) = refusal(&line, &limits) {
-                    line = refusal;
+            if ends {
+                if me.skipping {
+                    me.skipping = false;
+                    continue;
                 }
-            }
-            if ours.write_all(&line).await.is_err() {
-                return;
-            }
-            if line.capacity() > 1024 * 1024 {
-                line = Vec::new();
-            }
-        }
-    });
-    theirs
-}
-
-/// Reads up to the end of the current line.
-async fn skip_line(reader: &mut (impl AsyncBufReadExt + Unpin)) -> std::io::Result<()> {
-    loop {
-        let buf = reader.fill_buf().await?;
-        if buf.is_empty() {
-            return Ok(());
-        }
-        match buf.iter().position(|b| *b == b'\n') {
-            Some(end) => {
-                reader.consume(end + 1);
-                return Ok(());
-            }
-            None => {
-                let n = buf.len();
-                reader.consume(n);
+                if me.line.len() >= SCAN_FROM_BYTES {
+                    if let Some(refusal) = refusal(&me.line, &me.limits) {
+                        me.line = refusal;
+                    }
+                }
+                me.whole = true;
             }
         }
     }
@@ -181,5 +220,41 @@ mod tests {
 
         let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [], "structuredContent": {"tools": [1, 2, 3]}}});
         assert!(refusal(call.to_string().as_bytes(), &limits).is_none());
+    }
+
+    #[test]
+    fn lines_pass_whole_and_an_oversized_list_is_replaced_in_the_stream() {
+        let limits = McpLimits {
+            max_tools: 2,
+            max_list_pages: 10,
+            max_list_bytes: 1 << 30,
+        };
+        let list: Vec<_> = (0..5000)
+            .map(|i| serde_json::json!({"name": format!("t{i}")}))
+            .collect();
+        let big = serde_json::json!({"jsonrpc": "2.0", "id": 9, "result": {"tools": list}}).to_string();
+        let input = format!("{{\"a\":1}}\n{big}\n{{\"b\":2}}");
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let text = runtime.block_on(async {
+            use tokio::io::AsyncReadExt;
+            let mut read = String::new();
+            filtered(input.as_bytes(), limits)
+                .read_to_string(&mut read)
+                .await
+                .unwrap();
+            read
+        });
+        let lines: Vec<&str> = text.split('\n').collect();
+        assert_eq!(lines.len(), 3, "{}", &text[..200.min(text.len())]);
+        assert_eq!(lines[0], r#"{"a":1}"#);
+        assert!(
+            lines[1].contains("max_tools") && lines[1].contains(r#""id":9"#),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(
+            lines[2], r#"{"b":2}"#,
+            "the last line, without a newline, still passes"
+        );
     }
 }

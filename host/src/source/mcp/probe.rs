@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::runtime;
 use super::server::{Conn, Server};
-use crate::isolate::exit::Ended;
+use toolhost_supervise::Ended;
 
 /// How often a connection with calls in flight is probed.
 const EVERY: Duration = Duration::from_millis(500);

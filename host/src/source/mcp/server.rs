@@ -5,7 +5,7 @@
 //! five crashes in a minute leave the source answering `module_failed`).
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,10 +28,9 @@ use super::error::{HandshakeError, SourceError};
 use super::{convert, probe, runtime};
 
 use crate::context::CallContext;
-use crate::isolate::crashed_result;
-use crate::isolate::exit::{self, Ended};
-use crate::isolate::restart::Restarts;
+use crate::isolate::{crashed_result, unavailable_result};
 use crate::plan::McpSource;
+use toolhost_supervise::{describe, reaper, Ended, Process, Restarts};
 
 /// How long connecting (spawn, initialize, tools/list) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -86,9 +85,9 @@ impl ClientHandler for Handler {
 pub(super) struct Conn {
     pub(super) peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
-    /// A stdio server's reaper: its pid, which leads the server's process
-    /// group; SIGTERM to it ends the server and all it started.
-    pgid: Option<i32>,
+    /// A stdio server's reaper; SIGTERM to it ends the server and all it
+    /// started (see [`toolhost_supervise::reaper`]).
+    reaper: Option<Arc<Process>>,
     /// How the stdio server ended, once it has.
     pub(super) ended: Mutex<Option<Ended>>,
     pub(super) closing: AtomicBool,
@@ -316,7 +315,7 @@ impl Server {
             return Ok(Arc::new(Conn {
                 peer: service.peer().clone(),
                 service: Mutex::new(Some(service)),
-                pgid: None,
+                reaper: None,
                 ended: Mutex::new(None),
                 closing: AtomicBool::new(false),
                 counted: AtomicBool::new(false),
@@ -333,54 +332,35 @@ impl Server {
         // The server runs under a subreaper (this executable, re-run as
         // `__reaper`) that kills whatever the server started, even what
         // left its process group, when the server ends or is stopped.
-        let reaper = crate::isolate::supervisor::worker_program().map_err(|error| SourceError::Reaper {
+        let reaper_program = toolhost_supervise::program::get().map_err(|error| SourceError::Reaper {
             label: label.clone(),
             error,
         })?;
-        let mut command = Command::new(reaper);
+        let mut command = reaper::command(&reaper_program, "MCP server", program, args);
         command
-            .arg("__reaper")
-            .arg("--parent")
-            .arg(std::process::id().to_string())
-            .arg("--")
-            .arg(program)
-            .args(args)
             .env_clear()
             .envs(std::env::vars_os().filter(|(name, _)| passed_env(name)))
             .envs(&self.source.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        {
-            use std::os::unix::process::CommandExt;
-            command.process_group(0);
-            // SAFETY: prctl is async-signal-safe and touches no memory of
-            // the parent; it runs in the child between fork and exec. The
-            // reaper takes SIGTERM as "end the server and its children".
-            unsafe {
-                command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                    Ok(())
-                });
-            }
-        }
-        let mut child: Child = crate::isolate::spawn::spawn(command).map_err(|error| SourceError::Spawn {
+        let mut child = toolhost_supervise::spawn(command).map_err(|error| SourceError::Spawn {
             label: label.clone(),
             program: program.clone(),
             error,
         })?;
-        let pgid = i32::try_from(child.id()).ok();
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.kill();
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let process = Arc::new(Process::new(child));
+        let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+            process.terminate();
+            process.wait();
             return Err(SourceError::Pipes { label });
         };
         let forwarder = match super::stderr::forward(label.clone(), stderr) {
             Ok(forwarder) => forwarder,
             Err(error) => {
-                kill_group(pgid);
-                let _ = child.wait();
+                process.terminate();
+                process.wait();
                 return Err(SourceError::Watch { label, error });
             }
         };
@@ -402,13 +382,13 @@ impl Server {
         let service = match handshake {
             Ok(service) => service,
             Err(error) => {
-                kill_group(pgid);
-                let status = child.wait().ok();
+                process.terminate();
+                let status = process.wait();
                 forwarder.drain(Duration::from_secs(1));
                 return Err(SourceError::Handshake {
                     label,
                     program: program.clone(),
-                    why: exit::describe(status).why,
+                    why: describe(status).why,
                     error,
                 });
             }
@@ -416,7 +396,7 @@ impl Server {
         let conn = Arc::new(Conn {
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
-            pgid,
+            reaper: Some(process.clone()),
             ended: Mutex::new(None),
             closing: AtomicBool::new(false),
             counted: AtomicBool::new(false),
@@ -427,8 +407,8 @@ impl Server {
         std::thread::Builder::new()
             .name("toolhost-mcp-wait".into())
             .spawn(move || {
-                let status = child.wait().ok();
-                me.ended(&watched, exit::describe(status));
+                let status = process.wait();
+                me.ended(&watched, describe(status));
             })
             .map_err(|error| SourceError::Watch { label, error })?;
         Ok(conn)
@@ -466,7 +446,7 @@ impl Server {
             },
             stop,
         );
-        conn.map_err(|why| why.result(&format!("MCP server '{}'", self.label), cancelled()))
+        conn.map_err(|why| unavailable_result(&why, &format!("MCP server '{}'", self.label), cancelled()))
     }
 
     /// Runs one call on the server; blocks until it answers, is cancelled
@@ -489,7 +469,7 @@ impl Server {
         };
         // A server reached by URL has no process to wait on: a probe
         // notices its loss while calls are in flight.
-        let _in_flight = probe::watch(self, &conn, conn.pgid.is_none());
+        let _in_flight = probe::watch(self, &conn, conn.reaper.is_none());
         let (tx, rx) = mpsc::channel();
         let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel::<()>();
         let (peer, routes, name) = (conn.peer.clone(), self.routes.clone(), tool.to_string());
@@ -582,7 +562,7 @@ impl Server {
     /// The answer for a call whose connection failed under it.
     fn lost(&self, conn: &Arc<Conn>, message: &str) -> ToolResult {
         // A stdio server's exit status arrives from its waiter thread.
-        if conn.pgid.is_some() {
+        if conn.reaper.is_some() {
             for _ in 0..100 {
                 if let Some(ended) = conn.ended.lock().unwrap_or_else(PoisonError::into_inner).clone() {
                     return crashed_result(&self.label, &ended.why, ended.details);
@@ -599,7 +579,7 @@ impl Server {
                 details: json!({}),
             },
         );
-        kill_group(conn.pgid);
+        stop(&conn.reaper);
         crashed_result(
             &self.label,
             &format!("lost its connection ({message})"),
@@ -618,7 +598,7 @@ impl Server {
         }
         // A stdio server sees its input close and may finish what it was
         // doing (record its audit, clean up); then its group is ended.
-        if conn.pgid.is_some() {
+        if conn.reaper.is_some() {
             for _ in 0..200 {
                 if conn
                     .ended
@@ -631,7 +611,7 @@ impl Server {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
-        kill_group(conn.pgid);
+        stop(&conn.reaper);
         // Its last lines (and the count of any dropped) reach the log
         // before the host goes on, or exits.
         let forwarder = conn.stderr.lock().unwrap_or_else(PoisonError::into_inner).take();
@@ -641,15 +621,11 @@ impl Server {
     }
 }
 
-/// Ends a stdio server: its reaper (the group leader `pgid`), on SIGTERM,
-/// kills the server and every process it started, then exits.
-fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid {
-        // SAFETY: kill(2) on the reaper we spawned; the waiter thread reaps
-        // it only after it exits, so the pid is not reused meanwhile.
-        unsafe {
-            libc::kill(pgid, libc::SIGTERM);
-        }
+/// Ends a stdio server: its reaper, on SIGTERM, kills the server and every
+/// process it started, then exits.
+fn stop(reaper: &Option<Arc<Process>>) {
+    if let Some(reaper) = reaper {
+        reaper.terminate();
     }
 }
 

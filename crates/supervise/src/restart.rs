@@ -1,5 +1,5 @@
-//! One restart discipline for every supervised process the host talks to:
-//! an isolated module's worker and a mounted MCP server's connection.
+//! One restart discipline for every supervised process the host talks to
+//! (an isolated module's worker, a mounted MCP server's connection).
 //!
 //! Both keep "the live process, if any" beside a crash [`Ledger`]; a call
 //! that finds none starts one after the ledger's backoff, and five crashes
@@ -13,10 +13,7 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use toolhost_core::wire::codes;
-use toolhost_core::{Status, ToolResult};
-
-use super::ledger::{Ledger, MAX_CRASHES, WINDOW};
+use crate::ledger::Ledger;
 
 /// How often a waiting caller looks at its own deadline and cancellation.
 const POLL: Duration = Duration::from_millis(20);
@@ -24,69 +21,14 @@ const POLL: Duration = Duration::from_millis(20);
 /// Why no live process could be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unavailable {
-    /// It crashed [`MAX_CRASHES`] times within [`WINDOW`]: given up on
-    /// until the host restarts.
+    /// It crashed [`crate::MAX_CRASHES`] times within [`crate::WINDOW`]:
+    /// given up on until the host restarts.
     Failed,
     /// Starting it failed (counted as a crash), with the reason.
     StartFailed(String),
     /// The caller stopped waiting (its deadline passed, or it was
     /// cancelled) during the backoff or another caller's start.
     GaveUp,
-}
-
-impl Unavailable {
-    /// The call's answer; `what` names the process for people
-    /// ("module 'x'", "MCP server 'x'"); `cancelled` says whether a caller
-    /// that gave up was cancelled (else its deadline passed).
-    pub fn result(&self, what: &str, cancelled: bool) -> ToolResult {
-        match self {
-            Unavailable::Failed => ToolResult::failure(
-                "",
-                Status::Error,
-                codes::MODULE_FAILED,
-                format!(
-                    "{what} crashed {MAX_CRASHES} times within {}s and is disabled until the host restarts",
-                    WINDOW.as_secs()
-                ),
-            ),
-            Unavailable::StartFailed(message) => {
-                let mut result = ToolResult::failure(
-                    "",
-                    Status::Error,
-                    codes::MODULE_CRASHED,
-                    format!(
-                        "{what} crashed and could not be restarted: {message}. The host kept running; \
-                         the next call tries again after a backoff"
-                    ),
-                );
-                if let Some(error) = result.error.as_mut() {
-                    error.retryable = true;
-                }
-                result
-            }
-            Unavailable::GaveUp if cancelled => ToolResult::failure(
-                "",
-                Status::Cancelled,
-                codes::CANCELLED,
-                format!("{what} was being restarted after a crash, and the call was cancelled before the restart finished"),
-            ),
-            Unavailable::GaveUp => {
-                let mut result = ToolResult::failure(
-                    "",
-                    Status::Timeout,
-                    codes::TIMEOUT,
-                    format!(
-                        "{what} was being restarted after a crash, and the call reached its deadline before the \
-                         restart finished; retry when it is back"
-                    ),
-                );
-                if let Some(error) = result.error.as_mut() {
-                    error.retryable = true;
-                }
-                result
-            }
-        }
-    }
 }
 
 struct Slot<T> {
@@ -226,6 +168,7 @@ impl<T> Drop for Starter<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::MAX_CRASHES;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     #[test]

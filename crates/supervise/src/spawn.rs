@@ -1,9 +1,10 @@
-//! Starting worker processes from one long-lived thread.
+//! Starting child processes from one long-lived thread.
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child ends,
-//! not the process. Workers restart from whatever thread makes the next
-//! call (often a short-lived blocking thread), so every spawn goes through
-//! this one thread, which lives as long as the host.
+//! not the process. Children are often started from short-lived threads
+//! (a blocking thread that restarts a worker, a runtime thread that is
+//! retired), so every spawn goes through this one thread, which lives as
+//! long as the process.
 
 use std::process::{Child, Command};
 use std::sync::mpsc;
@@ -25,7 +26,7 @@ pub fn spawn(command: Command) -> std::io::Result<Child> {
                 }
             });
         if let Err(e) = started {
-            tracing::error!("cannot start the worker spawner thread: {e}");
+            tracing::error!("cannot start the spawner thread: {e}");
         }
         Mutex::new(tx)
     });
