@@ -14,6 +14,7 @@ mod host;
 mod isolation;
 mod mcp;
 mod mcp_http;
+mod mcp_reference;
 mod pipeline;
 mod redact;
 mod report;

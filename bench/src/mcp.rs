@@ -107,6 +107,10 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
             Err(e) => eprintln!("bench mcp: {tool}: {e:#}"),
         }
     }
+    let setup = Setup { bin, dir, modules };
+    if let Err(e) = crate::mcp_reference::run(b, &setup) {
+        eprintln!("bench mcp: no rows beside the reference server: {e:#}");
+    }
     Ok(())
 }
 
@@ -144,9 +148,9 @@ fn per_call(b: &mut Bench, server: &mut Server, tool: &str, input: &Value) -> an
         group: GROUP,
         name: format!("resident memory while serving ({tool}): {mib:.1} MiB"),
         stats: Stats::of(vec![Duration::ZERO]),
-        // Issue #15: no worse than the 16 MiB the server held before wave 2.
-        target: Some("≤ 16 MiB".into()),
-        met: Some(mib <= 16.0),
+        // Reported beside the reference server's (see mcp_reference.rs).
+        target: None,
+        met: None,
         value: None,
     });
     Ok(median)
@@ -162,15 +166,22 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Spawns the server and completes the MCP handshake.
+    /// Spawns `toolhost serve` and completes the MCP handshake.
     pub(crate) fn start(bin: &Path, plan: &Path, cwd: &Path) -> anyhow::Result<Server> {
-        let mut child = Command::new(bin)
+        let mut command = Command::new(bin);
+        command
             .arg("--plan")
             .arg(plan)
             .arg("serve")
             .current_dir(cwd)
             .env("RUST_LOG", "warn")
-            .env_remove("TOOLHOST_MODULE_PATH")
+            .env_remove("TOOLHOST_MODULE_PATH");
+        Server::spawn(command)
+    }
+
+    /// Spawns any stdio MCP server and completes the MCP handshake.
+    pub(crate) fn spawn(mut command: Command) -> anyhow::Result<Server> {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -224,6 +235,11 @@ impl Server {
         }
     }
 
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// VmRSS in KiB.
     pub(crate) fn rss_kib(&self) -> anyhow::Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
@@ -254,7 +270,7 @@ impl Server {
 /// A process's CPU time so far, two ways: its user + system time
 /// (tick-granular, counts exited threads too) and the sum of its live
 /// threads' `schedstat` run times (nanoseconds).
-fn cpu_of(pid: u32) -> anyhow::Result<CpuTime> {
+pub(crate) fn cpu_of(pid: u32) -> anyhow::Result<CpuTime> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     // Fields after the command name (which may hold spaces) start at
     // field 3; utime and stime are fields 14 and 15.
@@ -312,7 +328,7 @@ fn floor(b: &mut Bench, line: &str) -> anyhow::Result<()> {
 /// Times `trip` in rounds: per round, the CPU process `pid` used per trip
 /// and the wall time per trip. Rounds are long enough that tick-granular
 /// CPU times stay meaningful.
-fn rounds(
+pub(crate) fn rounds(
     b: &Bench,
     pid: u32,
     mut trip: impl FnMut() -> anyhow::Result<()>,
@@ -332,7 +348,7 @@ fn rounds(
 }
 
 /// A process's CPU time as /proc tells it.
-struct CpuTime {
+pub(crate) struct CpuTime {
     process: Duration,
     threads: Duration,
 }
@@ -340,7 +356,7 @@ struct CpuTime {
 impl CpuTime {
     /// CPU used since `before`: the nanosecond thread sum, unless threads
     /// that exited meanwhile make the process's own count clearly larger.
-    fn since(&self, before: &CpuTime) -> Duration {
+    pub(crate) fn since(&self, before: &CpuTime) -> Duration {
         let process = self.process.saturating_sub(before.process);
         let threads = self.threads.saturating_sub(before.threads);
         let tick = Duration::from_secs_f64(1.0 / clock_ticks());

@@ -37,12 +37,33 @@ pub fn run(b: &mut Bench, bin: &Path, plan: &Path, cwd: &Path, stdio_median: Dur
             client.request("tools/call", call.clone())?;
             trips.push(started.elapsed());
         }
-        Ok(Stats::of(trips))
+        let (cpu, _) = crate::mcp::rounds(b, server.child.id(), || {
+            client.request("tools/call", call.clone()).map(drop)
+        })?;
+        let rss = std::fs::read_to_string(format!("/proc/{}/status", server.child.id()))?
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        Ok((Stats::of(trips), Stats::of(cpu), rss))
     })();
     server.stop();
-    let stats = result?;
+    let (stats, cpu, rss_kib) = result?;
     let ratio = stats.median.as_secs_f64() / stdio_median.as_secs_f64().max(1e-9);
     b.row(GROUP, "tools/call echo over HTTP: client round trip", stats, None);
+    b.row(GROUP, "tools/call echo over HTTP: server CPU per call", cpu, None);
+    b.rows.push(Row {
+        group: GROUP,
+        name: format!(
+            "resident memory while serving HTTP (echo): {:.1} MiB",
+            rss_kib as f64 / 1024.0
+        ),
+        stats: Stats::of(vec![Duration::ZERO]),
+        target: None,
+        met: None,
+        value: None,
+    });
     b.rows.push(Row {
         group: GROUP,
         name: format!("HTTP / stdio small-call round trip, same run: {ratio:.2}×"),

@@ -188,9 +188,9 @@ def test_the_priming_event_goes_only_to_clients_that_expect_it(workspace):
                 assert answer.headers["content-type"].startswith("text/event-stream"), answer.headers
                 events = sse_events(answer.text)
                 assert any(is_priming(e) for e in events) == primed, (version, events)
-                # A plain call is one JSON body: nothing to prime, for any client.
+                # A plain call too.
                 plain = call(client, server.url, sid, "echo", {"message": "y"}, rid=3, version=version)
-                assert plain.headers["content-type"] == "application/json", plain.headers
+                assert any(is_priming(e) for e in sse_events(plain.text)) == primed, (version, plain.text)
                 assert rpc_messages(plain)[0]["result"]["structuredContent"]["message"] == "y"
     finally:
         server.stop()

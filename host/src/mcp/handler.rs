@@ -1,5 +1,6 @@
 //! The MCP server handler: initialize, tools/list and tools/call over the
-//! plan's tools, each call through the shared pipeline.
+//! plan's tools, each call through the shared pipeline by way of the
+//! [`adapter`](super::adapter).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -12,10 +13,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use super::http::sessions::{CallGuard, SessionCalls};
-use super::{convert, elicit, progress};
+use super::adapter::{self, http_principal, http_toolset};
+use super::http::sessions::SessionCalls;
 use crate::cancel::CancelToken;
-use crate::pipeline::{Call, Pipeline};
+use crate::pipeline::Pipeline;
 
 /// Serves one plan's tools. Cheap to clone: the HTTP transport makes one
 /// per session, all sharing the pipeline (one audit log, one set of
@@ -48,14 +49,6 @@ impl ToolhostServer {
         self
     }
 
-    /// Fires when the session `context` belongs to ends (HTTP; `None` on
-    /// stdio, where the session is the process), with the guard that
-    /// counts the call as running in it until dropped.
-    fn session_ended(&self, context: &RequestContext<RoleServer>) -> Option<(CancelToken, CallGuard)> {
-        let calls = self.session_calls.as_ref()?;
-        Some(calls.enter(http_session(context)?))
-    }
-
     /// The same server for another client connection.
     pub fn for_connection(&self, gone: CancelToken) -> Self {
         ToolhostServer {
@@ -84,11 +77,9 @@ impl ServerHandler for ToolhostServer {
         info
     }
 
-    /// Server-to-client requests (elicitation for approvals) are forbidden
-    /// from 2026-07-28 on; until approvals move to input-required results,
-    /// negotiate no later than 2025-11-25.
+    /// Up to [`adapter::NEWEST_PROTOCOL`].
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        adapter::protocol_versions()
     }
 
     async fn initialize(
@@ -168,71 +159,11 @@ impl ServerHandler for ToolhostServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let cancel = CancelToken::new();
-        let (session_ended, _running) = match self.session_ended(&context) {
-            Some((token, guard)) => (token, Some(guard)),
-            None => (CancelToken::default(), None),
+        let runner = adapter::Runner {
+            pipeline: &self.pipeline,
+            gone: &self.gone,
+            session_calls: self.session_calls.as_deref(),
         };
-        let session_id = http_session(&context).map(crate::session::http);
-        let reporter = context
-            .meta
-            .get_progress_token()
-            .map(|token| progress::Reporter::start(context.peer.clone(), token));
-        let call = Call {
-            cancel: Some(cancel.clone()),
-            progress: reporter.as_ref().map(progress::Reporter::sink),
-            approver: elicit::approver(&context.peer, cancel.clone()),
-            session_id,
-            principal: http_principal(&context).map(str::to_string),
-            toolset: http_toolset(&context),
-            ..super::call::from_request(request.name.into_owned(), request.arguments, &context.meta)
-        };
-        // Boxed: the pipeline's future is large, and rmcp moves the handler's
-        // future into a task per request.
-        let mut running = Box::pin(self.pipeline.call(call));
-        let result = tokio::select! {
-            result = &mut running => result,
-            // notifications/cancelled for this request, the session closing,
-            // or the client gone: the tool stops, and its result is still
-            // awaited so the call is recorded.
-            _ = context.ct.cancelled() => {
-                cancel.cancel();
-                running.await
-            }
-            _ = self.gone.cancelled() => {
-                cancel.cancel();
-                running.await
-            }
-            _ = session_ended.cancelled() => {
-                cancel.cancel();
-                running.await
-            }
-        };
-        if let Some(reporter) = reporter {
-            reporter.finish().await;
-        }
-        Ok(convert::call_result(result).into())
+        Ok(runner.call_tool(request, &context).await)
     }
-}
-
-/// The principal the router identified an HTTP request as (none on stdio,
-/// where calls run for `[host] principal`).
-fn http_principal(context: &RequestContext<RoleServer>) -> Option<&str> {
-    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
-    parts
-        .extensions
-        .get::<super::auth::Principal>()
-        .map(|p| p.0.as_str())
-}
-
-/// The toolset an HTTP client selected with `?toolset=NAME` (none on stdio).
-fn http_toolset(context: &RequestContext<RoleServer>) -> Option<String> {
-    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
-    crate::surface::toolsets::from_query(parts.uri.query())
-}
-
-/// The MCP session id of an HTTP request (none on stdio).
-fn http_session(context: &RequestContext<RoleServer>) -> Option<&str> {
-    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
-    parts.headers.get("mcp-session-id")?.to_str().ok()
 }

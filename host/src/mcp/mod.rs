@@ -3,13 +3,14 @@
 //! The tools are only known once the plan has loaded, so the server is a
 //! hand-written [`rmcp::ServerHandler`] ([`handler::ToolhostServer`]) rather
 //! than rmcp's compile-time tool macros. Every `tools/call` runs through the
-//! same [`crate::pipeline::Pipeline`] as `toolhost call`.
+//! same [`crate::pipeline::Pipeline`] as `toolhost call`, turned into one and
+//! answered by the one [`adapter`], whichever transport brought it.
 //!
 //! Transports: stdio ([`stdio::serve`]) and streamable HTTP ([`http::serve`]),
 //! the latter behind a bearer token ([`auth`]) whenever it leaves loopback.
 
+pub mod adapter;
 pub mod auth;
-pub mod call;
 pub mod convert;
 pub mod elicit;
 pub mod handler;

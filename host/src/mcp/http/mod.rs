@@ -13,7 +13,6 @@
 //! for Nagle's delayed ACK, 10–60× slower than stdio).
 
 mod accept;
-pub mod direct;
 pub mod owners;
 mod priming;
 pub mod sessions;
@@ -166,8 +165,6 @@ struct Routing {
     refusals: std::sync::Mutex<accept::RateLimitedLog>,
     /// Sessions ended for a principal's quota, logged the same way.
     evictions: std::sync::Mutex<accept::RateLimitedLog>,
-    /// The fast path for plain `tools/call`s in a session.
-    direct: Arc<direct::Direct>,
     /// Held from the cap check until rmcp has registered the new session:
     /// without it two `initialize` calls racing for the last place both
     /// saw room and the server held one session past its cap.
@@ -206,14 +203,6 @@ pub async fn serve(
     let calls = SessionCalls::for_host(pipeline.host().clone());
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
     let owners = Arc::new(Owners::new(options.sessions_per_principal));
-    let direct = Arc::new(direct::Direct::new(
-        pipeline.clone(),
-        calls.clone(),
-        manager.clone(),
-        shutdown.clone(),
-        loopback,
-        MAX_BODY,
-    ));
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
@@ -228,11 +217,9 @@ pub async fn serve(
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         evictions: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
-        direct: direct.clone(),
     });
     let sweeper = tokio::spawn(sessions::sweep(
         calls,
-        direct,
         owners,
         manager,
         sweep_every(options.session_idle),
@@ -395,12 +382,7 @@ async fn in_session(routing: &Routing, request: Request<Incoming>, session: &str
         }
         Method::POST => {
             let version = priming::version_of(request.headers(), None);
-            let response = match routing.direct.post(request, session).await {
-                direct::Outcome::Answered(response) => return response,
-                direct::Outcome::Rmcp(request) => routing.mcp.handle(request).await,
-                direct::Outcome::RmcpRead(request) => routing.mcp.handle(request).await,
-            };
-            without_priming_unless(&version, response)
+            without_priming_unless(&version, routing.mcp.handle(request).await)
         }
         _ => {
             let version = priming::version_of(request.headers(), None);
@@ -477,7 +459,6 @@ async fn new_session(routing: &Routing, principal: &Principal, request: Request<
         end_for_quota(routing, principal, &oldest).await;
     }
     drop(admitted);
-    routing.direct.learn(&id, &bytes);
     owners::hold_while_streaming(without_priming_unless(&version, response), busy)
 }
 

@@ -142,11 +142,10 @@ impl SessionCalls {
 }
 
 /// Ends, every `every`, the sessions rmcp no longer holds (expired idle,
-/// closed by the client going away), and has the fast path and the owners'
-/// table forget them.
+/// closed by the client going away), and has the owners' table forget
+/// them.
 pub async fn sweep(
     calls: Arc<SessionCalls>,
-    direct: Arc<super::direct::Direct>,
     owners: Arc<super::owners::Owners>,
     manager: Arc<LocalSessionManager>,
     every: Duration,
@@ -158,7 +157,6 @@ pub async fn sweep(
         let known: Vec<String> = calls.lock().keys().cloned().collect();
         let live = manager.sessions.read().await;
         let is_live = |id: &str| live.contains_key(id);
-        direct.retain(is_live);
         owners.retain(is_live);
         let gone: Vec<String> = known.into_iter().filter(|id| !is_live(id)).collect();
         drop(live);

@@ -5,14 +5,15 @@
 //! responses, answers to our elicitation requests, anything malformed).
 //!
 //! A direct call goes through the same pipeline as one through rmcp's
-//! handler, with the same approver (MCP elicitation through rmcp's peer)
-//! and the same result conversion, serialized as rmcp's own message types.
+//! handler, built and answered by the same [`adapter`] (the same call from
+//! the same request, the same approver through rmcp's peer, the same result
+//! conversion), serialized as rmcp's own message types.
 //! It only skips rmcp's per-request task and the hand-off to a blocking
 //! thread, the two thread wake-ups that dominated a small call's cost.
-//! Whatever rmcp would judge differently goes to rmcp: calls that ask for
-//! progress, carry input responses or name a protocol version in `_meta`,
-//! a request id already in flight (rmcp runs that one too: reusing an id is
-//! the client's fault), and every call beyond [`MAX_DIRECT`] at once.
+//! Whatever rmcp would judge differently goes to rmcp
+//! ([`adapter::rmcp_must_judge`]), as do a request id already in flight
+//! (rmcp runs that one too: reusing an id is the client's fault), and
+//! every call beyond [`MAX_DIRECT`] at once.
 //!
 //! Direct calls start once rmcp has finished the handshake. Their
 //! `notifications/cancelled` are honoured here (and still passed on to
@@ -22,13 +23,13 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CancelledNotificationParam, ErrorData, JsonRpcVersion2_0, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    ServerJsonRpcMessage,
 };
 use rmcp::{Peer, RoleServer};
 use serde::Deserialize;
@@ -41,8 +42,8 @@ use super::judge::{self, Verdict};
 use super::output::{Output, RmcpIds};
 use super::relay::RelaySender;
 use crate::cancel::CancelToken;
-use crate::mcp::{convert, elicit};
-use crate::pipeline::{Call, Pipeline};
+use crate::mcp::adapter;
+use crate::pipeline::Pipeline;
 
 /// Set to `off` in the server's environment, every `tools/call` takes
 /// rmcp's path: the differential test runs one transcript both ways, and an
@@ -52,11 +53,6 @@ pub const DIRECT_ENV: &str = "TOOLHOST_MCP_STDIO_DIRECT";
 /// Direct calls at once; more concurrent calls go through rmcp (its tasks
 /// and tokio's capped blocking pool), rather than a reader thread each.
 pub const MAX_DIRECT: usize = 64;
-
-/// After this many direct calls, the code that ran only once for them (a
-/// tool's schema compiled, a module's first-use setup) leaves the resident
-/// set, as start-up code did after the handshake ([`super::trim`]).
-const TRIM_AFTER_CALLS: usize = 16;
 
 /// The router the stdin readers hand their lines to.
 pub struct Router {
@@ -88,8 +84,6 @@ struct Shared {
     rmcp_ids: RmcpIds,
     /// A line too long for the readers to hold, as it arrives.
     long: Mutex<LongLine>,
-    /// Direct calls answered so far (up to [`TRIM_AFTER_CALLS`]).
-    answered: AtomicUsize,
 }
 
 /// A line arriving in pieces ([`Lines::raw`]): held whole up to
@@ -164,7 +158,6 @@ impl Router {
                 gone,
                 rmcp_ids,
                 long: Mutex::new(LongLine::default()),
-                answered: AtomicUsize::new(0),
             }),
         }
     }
@@ -222,13 +215,7 @@ impl Router {
         }
         let id = envelope.id?;
         let params: CallToolRequestParams = serde_json::from_str(envelope.params?.get()).ok()?;
-        // Progress needs rmcp's notification plumbing; input responses and
-        // per-request protocol versions are rmcp's to judge.
-        let rmcp_judges = params
-            .meta
-            .as_ref()
-            .is_some_and(|m| m.get_progress_token().is_some() || m.protocol_version().is_some());
-        if rmcp_judges || params.input_responses.is_some() || params.request_state.is_some() {
+        if adapter::rmcp_must_judge(&params) {
             return None;
         }
         let cancel = CancelToken::new();
@@ -248,12 +235,7 @@ impl Router {
                 },
             );
         }
-        let meta = params.meta.unwrap_or_default();
-        let call = Call {
-            cancel: Some(cancel.clone()),
-            approver: elicit::approver(peer, cancel),
-            ..crate::mcp::call::from_request(params.name.into_owned(), params.arguments, &meta)
-        };
+        let call = adapter::direct_call(params, peer, cancel);
         // Made before the job, so a job dropped unrun still answers.
         let reply = Reply {
             shared: self.shared.clone(),
@@ -371,21 +353,11 @@ impl Reply {
         if cancelled_by_client {
             tracing::debug!(%id, "dropping the response to a request its client cancelled");
         } else {
-            let mut result = ServerResult::CallToolResult(convert::call_result(result));
-            // The handler caps the protocol below 2026-07-28, whose results
-            // alone carry `resultType`; rmcp strips it for such peers, and so
-            // do we.
-            result.strip_result_type_for_legacy_peer();
             self.shared
                 .output
-                .send(&ServerJsonRpcMessage::response(result, id));
+                .send(&ServerJsonRpcMessage::response(adapter::answer(result), id));
         }
         self.shared.written();
-        if self.shared.answered.load(Ordering::Relaxed) < TRIM_AFTER_CALLS
-            && self.shared.answered.fetch_add(1, Ordering::Relaxed) + 1 == TRIM_AFTER_CALLS
-        {
-            super::trim::release_once_warm();
-        }
     }
 }
 

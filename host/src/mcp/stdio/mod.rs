@@ -14,7 +14,6 @@ mod input;
 mod judge;
 mod output;
 mod relay;
-mod trim;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -140,9 +139,6 @@ async fn session(
         _ = shutdown.cancelled() => return Ok(()),
     };
     router.start_direct_calls(running.peer().clone());
-    // The code that only ran at start-up (plan, mounts, stores) leaves the
-    // resident set; what calls need comes back as minor faults.
-    trim::release_once_warm();
     let stop = running.cancellation_token();
     let watcher = tokio::spawn(async move {
         shutdown.cancelled().await;

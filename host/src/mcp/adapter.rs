@@ -1,0 +1,187 @@
+//! The MCP adapter: the one place where a `tools/call` becomes a pipeline
+//! [`Call`] and the pipeline's result becomes the answer, whichever front
+//! door it came by: rmcp's handler (stdio and streamable HTTP, see
+//! [`Runner::call_tool`]) or the stdio fast path ([`direct_call`],
+//! [`answer`]; see `stdio/direct.rs`).
+//!
+//! Every decision a front door could make differently is made here once:
+//! - which calls only rmcp may run ([`rmcp_must_judge`]);
+//! - what the request's `_meta` means (its idempotency key, its request
+//!   context), and what the transport adds (the HTTP session, principal
+//!   and toolset; progress; approval by elicitation);
+//! - when a call is cancelled (the client's `notifications/cancelled`, its
+//!   HTTP session ending, the client gone), and that a cancelled call is
+//!   still awaited, so it is recorded;
+//! - how a result is answered: converted once ([`convert::call_result`]),
+//!   without `resultType`, which only protocols past [`NEWEST_PROTOCOL`]
+//!   carry;
+//! - the newest protocol version negotiated ([`NEWEST_PROTOCOL`]).
+//!
+//! No response goes to a request its client cancelled: rmcp's rule on its
+//! path, which the fast path keeps with its own record of the calls it
+//! runs.
+
+use std::borrow::Cow;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ProtocolVersion, ServerResult};
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value};
+use toolhost_core::ToolResult;
+
+use super::http::sessions::SessionCalls;
+use super::{convert, elicit, progress};
+use crate::cancel::CancelToken;
+use crate::pipeline::{Call, Pipeline};
+
+/// The newest protocol version served. Server-to-client requests
+/// (elicitation, which approvals use) are forbidden from 2026-07-28 on;
+/// until approvals move to input-required results, no later version is
+/// negotiated.
+pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// Every protocol version served, oldest first.
+pub fn protocol_versions() -> Cow<'static, [ProtocolVersion]> {
+    Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_PROTOCOL))
+}
+
+/// Whether only rmcp's handler may run this call: progress needs rmcp's
+/// notification plumbing; input responses, request state and per-request
+/// protocol versions are rmcp's to judge.
+pub fn rmcp_must_judge(params: &CallToolRequestParams) -> bool {
+    params
+        .meta
+        .as_ref()
+        .is_some_and(|m| m.get_progress_token().is_some() || m.protocol_version().is_some())
+        || params.input_responses.is_some()
+        || params.request_state.is_some()
+}
+
+/// The call the stdio fast path runs for `params` (which
+/// [`rmcp_must_judge`] let through): cancelled by `cancel`, approved by
+/// asking the client through rmcp's `peer`.
+pub fn direct_call(params: CallToolRequestParams, peer: &Peer<RoleServer>, cancel: CancelToken) -> Call {
+    let meta = params.meta.unwrap_or_default();
+    Call {
+        cancel: Some(cancel.clone()),
+        approver: elicit::approver(peer, cancel),
+        ..from_request(params.name.into_owned(), params.arguments, &meta)
+    }
+}
+
+/// The answer to a call the fast path ran. rmcp's path answers the same
+/// conversion, and strips `resultType` for the protocols
+/// [`protocol_versions`] allows, as done here.
+pub fn answer(result: ToolResult) -> ServerResult {
+    let mut answer = ServerResult::CallToolResult(convert::call_result(result));
+    answer.strip_result_type_for_legacy_peer();
+    answer
+}
+
+/// What runs a call: the pipeline, and what ends every call of a
+/// connection at once.
+pub struct Runner<'a> {
+    /// The pipeline every call goes through.
+    pub pipeline: &'a Pipeline,
+    /// Fires when the client is gone (stdin closed, the server shutting
+    /// down): every call in flight is cancelled.
+    pub gone: &'a CancelToken,
+    /// HTTP: each session's calls, cancelled when the session ends.
+    pub session_calls: Option<&'a SessionCalls>,
+}
+
+impl Runner<'_> {
+    /// Runs `request` through the pipeline and answers it.
+    pub async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let cancel = CancelToken::new();
+        let session = http_session(context);
+        // Counted as running in its session until the guard drops.
+        let (session_ended, _running) = match (self.session_calls, session) {
+            (Some(calls), Some(session)) => {
+                let (token, guard) = calls.enter(session);
+                (token, Some(guard))
+            }
+            _ => (CancelToken::default(), None),
+        };
+        let reporter = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress::Reporter::start(context.peer.clone(), token));
+        let call = Call {
+            cancel: Some(cancel.clone()),
+            progress: reporter.as_ref().map(progress::Reporter::sink),
+            approver: elicit::approver(&context.peer, cancel.clone()),
+            session_id: session.map(crate::session::http),
+            principal: http_principal(context).map(str::to_string),
+            toolset: http_toolset(context),
+            ..from_request(request.name.into_owned(), request.arguments, &context.meta)
+        };
+        // Boxed: the pipeline's future is large, and rmcp moves the handler's
+        // future into a task per request.
+        let mut running = Box::pin(self.pipeline.call(call));
+        let result = tokio::select! {
+            result = &mut running => result,
+            // notifications/cancelled for this request, the session closing,
+            // or the client gone: the tool stops, and its result is still
+            // awaited so the call is recorded.
+            _ = context.ct.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
+            _ = self.gone.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
+            _ = session_ended.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
+        };
+        if let Some(reporter) = reporter {
+            reporter.finish().await;
+        }
+        convert::call_result(result).into()
+    }
+}
+
+/// The call for tool `name` with `arguments` and the request's `_meta`.
+pub fn from_request(name: String, arguments: Option<Map<String, Value>>, meta: &Map<String, Value>) -> Call {
+    Call {
+        name,
+        input: Value::Object(arguments.unwrap_or_default()),
+        // `_meta.idempotency_key`: run a side-effecting call once per key
+        // (see pipeline/idempotency.rs).
+        idempotency_key: meta
+            .get("idempotency_key")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        context: crate::governance::request::from_meta(meta),
+        ..Call::default()
+    }
+}
+
+/// The principal the router identified an HTTP request as (none on stdio,
+/// where calls run for `[host] principal`).
+pub fn http_principal(context: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    parts
+        .extensions
+        .get::<super::auth::Principal>()
+        .map(|p| p.0.as_str())
+}
+
+/// The toolset an HTTP client selected with `?toolset=NAME` (none on stdio).
+pub fn http_toolset(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    crate::surface::toolsets::from_query(parts.uri.query())
+}
+
+/// The MCP session id of an HTTP request (none on stdio).
+fn http_session(context: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    parts.headers.get("mcp-session-id")?.to_str().ok()
+}
