@@ -7,9 +7,11 @@
 //! - `validate-module`: check a module library (or crate) in child processes.
 //! - `new-module`: scaffold a standalone module crate.
 //! - `dist`, `install`: the installable tree (binary, modules, plans).
+//! - `docs`: the README's and the book's snippets run and compile.
 
 #![forbid(unsafe_code)]
 
+mod book;
 mod dist;
 mod loom;
 mod scaffold;
@@ -103,6 +105,14 @@ enum Task {
         #[arg(long)]
         prefix: Option<PathBuf>,
     },
+    /// Check the README and the book (docs/): SUMMARY.md's chapters exist,
+    /// every ```sh block runs against the built binaries, every ```rust
+    /// block compiles against toolhost-core alone.
+    Docs {
+        /// Where the built `toolhost` and modules are (default: the debug build).
+        #[arg(long)]
+        bin_dir: Option<PathBuf>,
+    },
     /// Internal: runs one group of validate-module checks in this process.
     #[command(name = "__validate-worker", hide = true)]
     ValidateWorker {
@@ -151,6 +161,7 @@ fn main() -> ExitCode {
         Task::NewModule { name, dir } => scaffold::new_module(&name, dir.as_deref()),
         Task::Dist { build, out_dir } => dist::dist(&build, out_dir.as_deref()).map(|_| ()),
         Task::Install { build, prefix } => dist::install(&build, prefix.as_deref()),
+        Task::Docs { bin_dir } => book::check(&bin_dir.unwrap_or_else(|| tasks::target_dir().join("debug"))),
         Task::ValidateWorker { job } => return validate::worker::main(&job),
     };
     match outcome {

@@ -45,7 +45,8 @@ fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
-/// Builds every crate (so the cdylibs exist), then runs the tests.
+/// Builds every crate (so the cdylibs exist), then runs the tests, the
+/// docs' snippets (`cargo xtask docs`), loom and the MCP client tests.
 /// `--long` sets `TOOLHOST_LONG_TESTS=1`: property tests run many more cases.
 pub fn test(extra: &[String]) -> anyhow::Result<()> {
     let long = extra.iter().any(|a| a == "--long");
@@ -56,6 +57,8 @@ pub fn test(extra: &[String]) -> anyhow::Result<()> {
         tests.env("TOOLHOST_LONG_TESTS", "1");
     }
     run(tests.args(["test", "--workspace"]).args(extra))?;
+    // The README's and the book's snippets, against the build just tested.
+    crate::book::check(&target_dir().join("debug"))?;
     crate::loom::loom()?;
     let mcp_tests = root().join("tests/mcp");
     if mcp_tests.is_dir() {

@@ -82,7 +82,8 @@ impl<'a> Context<'a> {
 
     /// Who the call runs for (a `[[principals]]` name, or the host's
     /// `[host] principal`), when the host names one. Authenticated only as
-    /// far as the host's transport is (see the README's Governance section).
+    /// far as the host's transport is (see the book's Governance chapter,
+    /// `docs/src/governance.md`).
     pub fn principal(&self) -> Option<&str> {
         self.principal.as_deref()
     }
