@@ -129,13 +129,41 @@ fn kill_9_during_writes_and_edits_never_tears_a_file_and_the_next_mount_cleans_u
     let file = project.join("big.txt");
     std::fs::write(&file, content('a', '1')).unwrap();
 
-    // How long a whole write takes after the read's answer, to aim the kills.
-    let current = std::fs::read_to_string(&file).unwrap();
-    let (calls, new) = calls_for(0, &current);
-    let (mut child, ready) = start(&env, &calls);
-    assert!(child.wait().unwrap().success());
-    let window = ready.elapsed().as_micros() as u64;
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), new);
+    // Where the write's temp file appears and where the rename lands, after
+    // the read's answer, to aim the kills: the median of a few calls. The
+    // whole call is no measure: most of it is before the temp file exists
+    // (a debug build hashes the old file) and after the rename (the process
+    // exits), so kills spread over it rarely land while the temp file exists.
+    let mut seen: Vec<(u64, u64)> = (0..5)
+        .map(|i| {
+            use std::os::unix::fs::MetadataExt;
+            let current = std::fs::read_to_string(&file).unwrap();
+            let before = std::fs::metadata(&file).unwrap().ino();
+            let (calls, new) = calls_for(i, &current);
+            let (mut child, ready) = start(&env, &calls);
+            let mut temp_at = None;
+            let landed_at = loop {
+                let at = ready.elapsed().as_micros() as u64;
+                assert!(at < 30_000_000, "the write never landed");
+                if temp_at.is_none() && !temp_files(&project).is_empty() {
+                    temp_at = Some(at);
+                }
+                if std::fs::metadata(&file).map(|m| m.ino()).unwrap_or(before) != before {
+                    break at;
+                }
+            };
+            assert!(child.wait().unwrap().success());
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), new);
+            (temp_at.unwrap_or(landed_at), landed_at)
+        })
+        .collect();
+    seen.sort_unstable_by_key(|&(_, landed)| landed);
+    let (temp_at, landed_at) = seen[seen.len() / 2];
+    // Kills fall as often before the temp file, while it exists, and after
+    // the rename (each span as long as the temp file lives, at least 0.5 ms).
+    let lives = (landed_at - temp_at).max(500);
+    let (from, to) = (temp_at.saturating_sub(lives), landed_at + lives);
+    let window = to - from;
 
     let mut rng = Rng(0x5eed_0020_c0ff_ee11);
     let (mut old_kept, mut new_landed, mut temps_left) = (0, 0, 0);
@@ -144,7 +172,7 @@ fn kill_9_during_writes_and_edits_never_tears_a_file_and_the_next_mount_cleans_u
         let current = std::fs::read_to_string(&file).unwrap();
         let (calls, new) = calls_for(round, &current);
         let (mut child, ready) = start(&env, &calls);
-        let delay = Duration::from_micros(rng.below(window));
+        let delay = Duration::from_micros(from + rng.below(window));
         // Fault injection, not a wait for a state: the kill lands anywhere
         // in the write (before it, in it, after it).
         std::thread::sleep(delay.saturating_sub(ready.elapsed()));
