@@ -105,7 +105,9 @@ fn isolated_echo(b: &mut Bench) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn filesystem_server() -> anyhow::Result<PathBuf> {
+/// The reference filesystem server from npm (`tests/node`), which the
+/// mounted-server rows here and the reference rows of the MCP area drive.
+pub(crate) fn filesystem_server() -> anyhow::Result<PathBuf> {
     let bin =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node/node_modules/.bin/mcp-server-filesystem");
     anyhow::ensure!(

@@ -4,7 +4,6 @@
 //! memory for a 4 KiB file read. Starts alternate between the two servers
 //! so that a busy machine weighs on both alike.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -22,7 +21,7 @@ pub fn run(b: &mut Bench, setup: &Setup) -> anyhow::Result<()> {
         b.target_dir.join("libtoolhost_filesystem.so").exists(),
         "the filesystem module is not built (cargo build --release -p toolhost-filesystem)"
     );
-    let reference = reference_server()?;
+    let reference = crate::isolation::filesystem_server()?;
     let root = setup.dir.path().join("reference-root");
     std::fs::create_dir_all(&root)?;
     let file = root.join("four_k.txt");
@@ -156,15 +155,4 @@ fn bound(name: String, target: &str, met: bool) -> Row {
         met: Some(met),
         ..note(name)
     }
-}
-
-fn reference_server() -> anyhow::Result<PathBuf> {
-    let bin =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node/node_modules/.bin/mcp-server-filesystem");
-    anyhow::ensure!(
-        bin.exists(),
-        "{} is missing: npm ci --prefix tests/node --no-audit --no-fund",
-        bin.display()
-    );
-    Ok(bin)
 }
