@@ -581,6 +581,47 @@ pub enum ContentBlock {
         /// The image bytes, standard base64 with padding.
         data: String,
     },
+    /// Audio, base64-encoded (MCP `audio` content).
+    Audio {
+        /// Its MIME type (`audio/wav`, `audio/mpeg`…).
+        mime_type: String,
+        /// The audio bytes, standard base64 with padding.
+        data: String,
+    },
+    /// A link to a resource the caller may read (MCP `resource_link`).
+    ResourceLink {
+        /// The resource's URI.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// A title for people.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// What it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Its size in bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
+    },
+    /// A resource's contents sent inline (MCP embedded `resource`): its
+    /// `text`, or its bytes as base64 `blob`.
+    Resource {
+        /// The resource's URI.
+        uri: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Its text, for a text resource.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// Its bytes, standard base64, for a binary resource.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blob: Option<String>,
+    },
 }
 
 impl ContentBlock {

@@ -81,10 +81,32 @@ pub(super) fn status_line(label: &str, result: &ToolResult, colour: bool) -> Str
 /// A result for a person: its text, its content blocks (an image as
 /// `[image: image/png, N bytes]`), then its status line.
 pub(super) fn result_block(label: &str, result: &ToolResult, colour: bool) -> String {
-    let mut parts: Vec<String> = output_text(&result.output).into_iter().collect();
+    // A mounted server's result: its output is the text of its blocks,
+    // shown once, with the blocks.
+    let mut parts: Vec<String> = if blocks_say(result) {
+        Vec::new()
+    } else {
+        output_text(&result.output).into_iter().collect()
+    };
     parts.extend(result.content.iter().map(content_line));
     parts.push(status_line(label, result, colour));
     parts.join("\n")
+}
+
+/// Whether the output is a string the text blocks already hold, joined.
+fn blocks_say(result: &ToolResult) -> bool {
+    let Some(output) = result.output.as_str() else {
+        return false;
+    };
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            toolhost_core::ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    !texts.is_empty() && texts.join("\n") == output
 }
 
 /// One content block as a person reads it.
@@ -94,6 +116,29 @@ fn content_line(block: &toolhost_core::ContentBlock) -> String {
         toolhost_core::ContentBlock::Image { mime_type, data } => {
             format!("[image: {}, {} bytes]", escape_line(mime_type), base64_len(data))
         }
+        toolhost_core::ContentBlock::Audio { mime_type, data } => {
+            format!("[audio: {}, {} bytes]", escape_line(mime_type), base64_len(data))
+        }
+        toolhost_core::ContentBlock::ResourceLink { uri, name, .. } => {
+            format!("[link: {} ({})]", escape_line(uri), escape_line(name))
+        }
+        toolhost_core::ContentBlock::Resource {
+            uri,
+            text: Some(text),
+            ..
+        } => format!(
+            "[resource: {}]\n{}",
+            escape_line(uri),
+            escape_text(text.trim_end_matches('\n'))
+        ),
+        toolhost_core::ContentBlock::Resource {
+            uri, mime_type, blob, ..
+        } => format!(
+            "[resource: {}, {}, {} bytes]",
+            escape_line(uri),
+            escape_line(mime_type.as_deref().unwrap_or("binary")),
+            blob.as_deref().map_or(0, base64_len)
+        ),
         #[allow(unreachable_patterns)]
         _ => "[content block]".to_string(),
     }

@@ -316,6 +316,38 @@ impl Redactor {
         *map = clean;
     }
 
+    /// Redacts a content block's text: a text block's, an inline text
+    /// resource's, and a link's or resource's URI, name, title and
+    /// description. Base64 data (an image, audio, a binary resource) is
+    /// bytes, not text, and is left as it is.
+    fn redact_block(&self, block: &mut ContentBlock, counts: &mut BTreeMap<String, u64>) {
+        let mut fields: Vec<&mut String> = Vec::new();
+        match block {
+            ContentBlock::Text { text } => fields.push(text),
+            ContentBlock::ResourceLink {
+                uri,
+                name,
+                title,
+                description,
+                ..
+            } => {
+                fields.extend([uri, name]);
+                fields.extend(title.as_mut());
+                fields.extend(description.as_mut());
+            }
+            ContentBlock::Resource { uri, text, .. } => {
+                fields.push(uri);
+                fields.extend(text.as_mut());
+            }
+            _ => {}
+        }
+        for field in fields {
+            if let Some(clean) = self.redact_str(field, counts) {
+                *field = clean;
+            }
+        }
+    }
+
     /// A progress sink that redacts each report (its `message`, and any
     /// other string) before passing it on.
     pub fn progress_sink(
@@ -349,11 +381,7 @@ impl Redactor {
             }
         }
         for block in &mut result.content {
-            if let ContentBlock::Text { text } = block {
-                if let Some(clean) = self.redact_str(text, &mut counts) {
-                    *text = clean;
-                }
-            }
+            self.redact_block(block, &mut counts);
         }
         if !counts.is_empty() {
             result.metadata.extra.insert("redactions".into(), json!(counts));

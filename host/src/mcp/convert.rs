@@ -69,6 +69,14 @@ pub fn tool(spec: &ToolSpec) -> Tool {
             tool = tool.with_raw_output_schema(Arc::new(schema.clone()));
         }
     }
+    // A deprecated tool says so in `_meta.toolhost.deprecated`, so that a
+    // toolhost mounting this one warns and refuses past the sunset itself.
+    if let Some(deprecated) = &spec.deprecated {
+        let mut meta = MetaObject::new();
+        meta.0
+            .insert("toolhost".into(), json!({ "deprecated": deprecated }));
+        tool.meta = Some(meta);
+    }
     tool
 }
 
@@ -112,7 +120,12 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
             Some(e) => e.code.clone(),
             None => format!("the call ended with status {}", result.status.as_str()),
         };
-        let mut content = vec![ContentBlock::text(message)];
+        let mut content = Vec::new();
+        // The message leads, unless the blocks already say it (a mounted
+        // server's failure, passed on as the server sent it).
+        if !starts_with_text(&result.content, &message) {
+            content.push(ContentBlock::text(message));
+        }
         if !result.content.is_empty() {
             content.extend(blocks(&result.content));
         } else if !result.output.is_null() {
@@ -127,17 +140,71 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
     out
 }
 
+/// Whether the text of `content`'s text blocks, joined by newlines,
+/// begins with `message`.
+fn starts_with_text(content: &[toolhost_core::ContentBlock], message: &str) -> bool {
+    let mut joined = String::new();
+    for block in content {
+        if let toolhost_core::ContentBlock::Text { text } = block {
+            if !joined.is_empty() {
+                joined.push('\n');
+            }
+            joined.push_str(text);
+            if joined.len() >= message.len() {
+                break;
+            }
+        }
+    }
+    !content.is_empty() && joined.starts_with(message)
+}
+
 /// A result's content blocks as MCP content: text as `TextContent`, an
-/// image as `ImageContent` (`data` base64, `mimeType`). A block kind this
-/// host does not know (the enum is non-exhaustive) is named in a text
-/// block rather than dropped silently.
+/// image as `ImageContent` (`data` base64, `mimeType`), audio as
+/// `AudioContent`, a link as `resource_link`, an inline resource as an
+/// embedded `resource`. A block kind this host does not know (the enum is
+/// non-exhaustive) is named in a text block rather than dropped silently.
 fn blocks(content: &[toolhost_core::ContentBlock]) -> Vec<ContentBlock> {
+    use rmcp::model::{Resource, ResourceContents};
     content
         .iter()
         .map(|block| match block {
             toolhost_core::ContentBlock::Text { text } => ContentBlock::text(text.clone()),
             toolhost_core::ContentBlock::Image { mime_type, data } => {
                 ContentBlock::image(data.clone(), mime_type.clone())
+            }
+            toolhost_core::ContentBlock::Audio { mime_type, data } => {
+                ContentBlock::audio(data.clone(), mime_type.clone())
+            }
+            toolhost_core::ContentBlock::ResourceLink {
+                uri,
+                name,
+                title,
+                description,
+                mime_type,
+                size,
+            } => {
+                let mut link = Resource::new(uri.clone(), name.clone());
+                link.title = title.clone();
+                link.description = description.clone();
+                link.mime_type = mime_type.clone();
+                link.size = *size;
+                ContentBlock::resource_link(link)
+            }
+            toolhost_core::ContentBlock::Resource {
+                uri,
+                mime_type,
+                text,
+                blob,
+            } => {
+                let contents = match (text, blob) {
+                    (_, Some(blob)) => ResourceContents::blob(blob.clone(), uri.clone()),
+                    (text, None) => ResourceContents::text(text.clone().unwrap_or_default(), uri.clone()),
+                };
+                let contents = match mime_type {
+                    Some(mime) => contents.with_mime_type(mime.clone()),
+                    None => without_mime(contents),
+                };
+                ContentBlock::resource(contents)
             }
             #[allow(unreachable_patterns)]
             other => ContentBlock::text(format!(
@@ -151,7 +218,25 @@ fn blocks(content: &[toolhost_core::ContentBlock]) -> Vec<ContentBlock> {
         .collect()
 }
 
-/// `{"toolhost": {status, code?, tool_call_id, duration_ms, truncated?}}`.
+/// An inline resource without the `text/plain` type rmcp's constructor
+/// gives a text resource: the block says only what the tool said.
+fn without_mime(contents: rmcp::model::ResourceContents) -> rmcp::model::ResourceContents {
+    use rmcp::model::ResourceContents;
+    match contents {
+        ResourceContents::TextResourceContents { uri, text, meta, .. } => {
+            ResourceContents::TextResourceContents {
+                uri,
+                mime_type: None,
+                text,
+                meta,
+            }
+        }
+        other => other,
+    }
+}
+
+/// `{"toolhost": {status, code?, retryable?, details?, tool_call_id,
+/// duration_ms, truncated?, redactions?}}`.
 fn meta(result: &ToolResult) -> MetaObject {
     let mut info = Map::new();
     info.insert("status".into(), json!(result.status.as_str()));
@@ -166,6 +251,9 @@ fn meta(result: &ToolResult) -> MetaObject {
     info.insert("duration_ms".into(), json!(result.metadata.duration_ms));
     if let Some(t) = &result.metadata.truncated {
         info.insert("truncated".into(), json!(t));
+    }
+    if let Some(counts) = result.metadata.extra.get("redactions") {
+        info.insert("redactions".into(), counts.clone());
     }
     let mut meta = MetaObject::new();
     meta.0.insert("toolhost".into(), Value::Object(info));

@@ -549,12 +549,9 @@ impl Pipeline {
         if let Some(notice) = &trace.deprecation {
             result.metadata.extra.insert("deprecated".into(), notice.clone());
         }
-        let result = postprocess::bound_keeping(
-            result,
-            self.host.plan.host.max_output_bytes as usize,
-            &self.surface.outputs,
-            &trace.principal,
-        );
+        let max = self.host.plan.host.max_output_bytes as usize;
+        let result = postprocess::bound_keeping(result, max, &self.surface.outputs, &trace.principal);
+        let result = postprocess::bound_content(result, max);
         let result = if self.hooks.any(crate::plan::HookEvent::Post) {
             self.hooks.post(tool, input, result).await
         } else {

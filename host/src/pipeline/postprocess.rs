@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 use toolhost_core::wire::{codes, Truncation};
-use toolhost_core::{ErrorInfo, Status, ToolResult};
+use toolhost_core::{ContentBlock, ErrorInfo, Status, ToolResult};
 
 use crate::tool::MountedTool;
 
@@ -62,6 +62,115 @@ pub fn bound_keeping(
     let mut result = bound(result, max);
     crate::surface::outputs::attach(&mut result, link);
     result
+}
+
+/// The most base64 bytes of binary blocks (images, audio, a resource's
+/// `blob`) one result may carry: half of the 16 MiB a stdio MCP message may
+/// be, so the answer still goes out whole. A module bounds its own media
+/// further (the filesystem's images are at most 4 MiB).
+pub const MAX_BINARY_BYTES: usize = 8 * 1024 * 1024;
+
+/// Bounds the content blocks (an image a tool read, the blocks a mounted
+/// MCP server answered), apart from `output`: their text shares `max`
+/// bytes (`[host] max_output_bytes`, as `output` does), their binary data
+/// [`MAX_BINARY_BYTES`]. Blocks are kept in order while they fit; the first
+/// text that does not keeps its head and tail, and a binary block that
+/// does not is replaced by a text block saying what it was, how large, and
+/// which limit it passed: nothing is dropped without a word. The sizes join
+/// `metadata.truncated`.
+///
+/// Structured data over `max` is dropped, counted in `metadata.truncated`:
+/// it cannot be cut and stay valid under the tool's output schema, and
+/// the output (already bounded, and the same data when a mounted server
+/// sent it) stands in for it.
+pub fn bound_content(mut result: ToolResult, max: usize) -> ToolResult {
+    if let Some(size) = result
+        .structured
+        .as_ref()
+        .map(json_len)
+        .filter(|size| *size > max)
+    {
+        result.structured = None;
+        let (before, after) = result
+            .metadata
+            .truncated
+            .map_or((0, 0), |t| (t.original_bytes, t.kept_bytes));
+        result.metadata.truncated = Some(Truncation::new(before + size as u64, after));
+    }
+    let (text, binary) = result.content.iter().fold((0, 0), |(t, b), block| {
+        let len = block_len(block);
+        if is_binary(block) {
+            (t, b + len)
+        } else {
+            (t + len, b)
+        }
+    });
+    if text <= max && binary <= MAX_BINARY_BYTES {
+        return result;
+    }
+    let (mut text_left, mut binary_left) = (max, MAX_BINARY_BYTES);
+    let original = text + binary;
+    let content = std::mem::take(&mut result.content);
+    result.content = content
+        .into_iter()
+        .map(|block| {
+            let len = block_len(&block);
+            let left = if is_binary(&block) {
+                &mut binary_left
+            } else {
+                &mut text_left
+            };
+            let kept = match block {
+                block if len <= *left => block,
+                ContentBlock::Text { text } => ContentBlock::text(head_tail(&text, (*left).max(MARKER_ROOM))),
+                other => ContentBlock::text(format!(
+                    "[{} of {len} bytes left out: the result's content passed its limit of {} bytes{}]",
+                    block_kind(&other),
+                    if is_binary(&other) { MAX_BINARY_BYTES } else { max },
+                    if is_binary(&other) {
+                        " of binary data"
+                    } else {
+                        " ([host] max_output_bytes)"
+                    },
+                )),
+            };
+            *left = left.saturating_sub(block_len(&kept));
+            kept
+        })
+        .collect();
+    let kept: usize = result.content.iter().map(block_len).sum();
+    let (before, after) = result
+        .metadata
+        .truncated
+        .map_or((0, 0), |t| (t.original_bytes, t.kept_bytes));
+    result.metadata.truncated = Some(Truncation::new(before + original as u64, after + kept as u64));
+    result
+}
+
+/// Whether a block's size is its base64 data.
+fn is_binary(block: &ContentBlock) -> bool {
+    matches!(
+        block,
+        ContentBlock::Image { .. }
+            | ContentBlock::Audio { .. }
+            | ContentBlock::Resource { blob: Some(_), .. }
+    )
+}
+
+/// A block's size: its text, or its base64 data, and its other strings.
+fn block_len(block: &ContentBlock) -> usize {
+    serde_json::to_value(block).map_or(0, |v| json_len(&v))
+}
+
+/// What a block is, for the note that replaces it.
+fn block_kind(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Image { mime_type, .. } => format!("an image ({mime_type})"),
+        ContentBlock::Audio { mime_type, .. } => format!("audio ({mime_type})"),
+        ContentBlock::Resource { uri, .. } => format!("the resource {uri}"),
+        ContentBlock::ResourceLink { uri, .. } => format!("the link to {uri}"),
+        _ => "a content block".to_string(),
+    }
 }
 
 /// Cuts `result.output` to at most about `max` serialized bytes.
@@ -265,6 +374,65 @@ mod tests {
         let text = "é".repeat(10_000);
         let r = bound(ToolResult::success("1", json!(text)), 1500);
         assert!(r.output.as_str().unwrap().contains('é'));
+    }
+}
+
+#[cfg(test)]
+mod content_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn content_within_the_limits_passes_untouched() {
+        let blocks = vec![
+            ContentBlock::text("short"),
+            ContentBlock::image("image/png", "AAAA"),
+        ];
+        let r = bound_content(
+            ToolResult::success("1", json!("x")).with_content(blocks.clone()),
+            1024,
+        );
+        assert_eq!(r.content, blocks);
+        assert!(r.metadata.truncated.is_none());
+    }
+
+    #[test]
+    fn a_long_text_block_keeps_head_and_tail() {
+        let text = format!("HEAD{}TAIL", "y".repeat(10_000));
+        let r = bound_content(
+            ToolResult::success("1", Value::Null).with_content(vec![ContentBlock::text(text)]),
+            2048,
+        );
+        let ContentBlock::Text { text } = &r.content[0] else {
+            panic!("{:?}", r.content)
+        };
+        assert!(text.starts_with("HEAD") && text.ends_with("TAIL") && text.contains("bytes cut"));
+        let cut = r.metadata.truncated.expect("truncation");
+        assert!(cut.kept_bytes < cut.original_bytes, "{cut:?}");
+    }
+
+    #[test]
+    fn binary_over_its_limit_becomes_a_note_never_a_silent_loss() {
+        let huge = "A".repeat(MAX_BINARY_BYTES + 4);
+        let r = bound_content(
+            ToolResult::success("1", Value::Null).with_content(vec![
+                ContentBlock::image("image/png", "AAAA"),
+                ContentBlock::image("image/png", huge),
+                ContentBlock::text("after"),
+            ]),
+            1024,
+        );
+        assert_eq!(r.content.len(), 3);
+        assert_eq!(r.content[0], ContentBlock::image("image/png", "AAAA"));
+        let ContentBlock::Text { text } = &r.content[1] else {
+            panic!("{:?}", r.content[1])
+        };
+        assert!(
+            text.contains("an image (image/png)") && text.contains("left out"),
+            "{text}"
+        );
+        assert_eq!(r.content[2], ContentBlock::text("after"));
+        assert!(r.metadata.truncated.is_some());
     }
 }
 

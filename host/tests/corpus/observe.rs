@@ -71,8 +71,7 @@ pub fn from_mcp(result: &CallToolResult) -> Value {
         "details": info["details"],
         "output": output,
         "truncated": info["truncated"],
-        // MCP has no field for it (see differences.rs).
-        "redactions": Value::Null,
+        "redactions": info["redactions"],
         "link": link,
     })
 }

@@ -3,10 +3,17 @@
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{json, Value};
 use toolhost_core::wire::codes;
-use toolhost_core::{Effect, Status, ToolResult, ToolSpec};
+use toolhost_core::{ContentBlock, Effect, Status, ToolResult, ToolSpec};
+
+use super::blocks;
+use super::upstream::Upstream;
 
 /// The error code of a result the server marked `isError`.
 pub const TOOL_ERROR: &str = "tool_error";
+
+/// The error code of a call whose server asked for input that was not
+/// given (an `input_required` result).
+pub const INPUT_DECLINED: &str = "input_declined";
 
 /// The effect an MCP tool's annotations imply: `readOnlyHint` is
 /// read-only, `destructiveHint` irreversible, anything else a mutation.
@@ -38,39 +45,137 @@ pub fn spec(tool: &Tool) -> ToolSpec {
     {
         spec = spec.title(title);
     }
+    // A toolhost serving the tool says when it is deprecated; the host
+    // mounting it then warns and refuses past the sunset as for its own.
+    if let Some(deprecated) = tool
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get("toolhost"))
+        .and_then(|t| t.get("deprecated"))
+        .and_then(|d| serde_json::from_value(d.clone()).ok())
+    {
+        spec = spec.deprecated(deprecated);
+    }
     spec
 }
 
-/// The text of a result's content blocks, joined.
-fn text_of(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// A toolhost result for an MCP result, which the MCP front door answers
+/// as the server did: every content block in order, `structuredContent`
+/// and `isError` as they came (see [`blocks`]). `output`, what the CLI,
+/// hooks and the output schema see, is the structured content when there
+/// is some, else the text of the text blocks.
+///
+/// A failure keeps its kind when the server is a toolhost that said it
+/// in `_meta.toolhost` ([`Upstream`]): its status, code, retryability and
+/// details, its message (the first text block) and its output (the text
+/// after it, JSON when it reads as JSON, as the serving side sent it).
+/// Any other failure is `tool_error`, with the text as its message.
+pub fn result(result: CallToolResult) -> ToolResult {
+    let upstream = Upstream::from_meta(result.meta.as_ref());
+    let content = blocks::from_mcp(&result.content);
+    let text = blocks::joined_text(&content);
+    let mut out = if result.is_error == Some(true) {
+        failure(upstream.as_ref(), &result, &content, text)
+    } else {
+        let output = result.structured_content.clone().unwrap_or_else(|| json!(text));
+        let mut ok = ToolResult::success("", output);
+        ok.structured = result.structured_content;
+        ok
+    };
+    // Kept only when the front door would not send these very blocks for
+    // the output alone: a plain text answer stays plain, for the CLI too.
+    if content != derived(&out) {
+        out.content = content;
+    }
+    if let Some(counts) = upstream.and_then(|u| u.redactions).filter(|c| !c.is_empty()) {
+        out.metadata
+            .extra
+            .insert("redactions".into(), Value::Object(counts));
+    }
+    out
 }
 
-/// A toolhost result for an MCP result: structured content when there is
-/// some, else the text (or every block as JSON when some are not text).
-pub fn result(result: CallToolResult) -> ToolResult {
-    let all_text = result.content.iter().all(|b| b.as_text().is_some());
-    let output = match &result.structured_content {
-        Some(structured) => structured.clone(),
-        None if all_text => json!(text_of(&result)),
-        None => serde_json::to_value(&result.content).unwrap_or(Value::Null),
-    };
-    if result.is_error == Some(true) {
-        let message = match text_of(&result) {
-            text if text.is_empty() => "the MCP server reported an error without a message".to_string(),
-            text => text,
-        };
-        let mut failed = ToolResult::failure("", Status::Error, TOOL_ERROR, message);
-        failed.output = output;
-        failed
-    } else {
-        ToolResult::success("", output)
+/// An `isError` result as a failure of its upstream kind, else `tool_error`.
+fn failure(
+    upstream: Option<&Upstream>,
+    result: &CallToolResult,
+    content: &[ContentBlock],
+    text: String,
+) -> ToolResult {
+    if let Some((status, code)) = upstream.and_then(Upstream::failure) {
+        let upstream = upstream.expect("a failure came from it");
+        let mut texts = content.iter().filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        });
+        let message = texts.next().unwrap_or_default().to_string();
+        let mut failed = ToolResult::failure("", status, code, message);
+        failed.output = texts
+            .next()
+            .map(|t| serde_json::from_str(t).unwrap_or_else(|_| json!(t)))
+            .unwrap_or(Value::Null);
+        if let Some(error) = failed.error.as_mut() {
+            error.retryable = upstream.retryable.unwrap_or(error.retryable);
+            error.details = upstream.details.clone().filter(|d| !d.is_null());
+        }
+        return failed;
     }
+    let message = if text.is_empty() {
+        "the MCP server reported an error without a message".to_string()
+    } else {
+        text.clone()
+    };
+    let mut failed = ToolResult::failure("", Status::Error, TOOL_ERROR, message);
+    failed.output = result.structured_content.clone().unwrap_or_else(|| json!(text));
+    failed.structured = result.structured_content.clone();
+    failed
+}
+
+/// The content the MCP front door sends for a result without content
+/// blocks of its own (host/src/mcp/convert.rs): the output as text, after
+/// the message on failure.
+fn derived(result: &ToolResult) -> Vec<ContentBlock> {
+    let mut content = Vec::new();
+    if let Some(error) = result.error.as_ref() {
+        content.push(ContentBlock::text(if error.message.is_empty() {
+            error.code.clone()
+        } else {
+            error.message.clone()
+        }));
+        if result.output.is_null() {
+            return content;
+        }
+    }
+    content.push(ContentBlock::text(match &result.output {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }));
+    content
+}
+
+/// A result for a call the server answered `input_required` (MCP
+/// 2026-07-28: it needs the caller's answers to go on). toolhost does not
+/// pass a mounted server's questions on to its caller, so the call ends
+/// here, saying what the server asked.
+pub fn input_declined(asked: &rmcp::model::InputRequiredResult) -> ToolResult {
+    let requests: Vec<Value> = asked
+        .input_requests
+        .iter()
+        .flatten()
+        .map(|(key, request)| {
+            let wire = serde_json::to_value(request).unwrap_or(Value::Null);
+            json!({"key": key, "method": wire["method"], "message": wire["params"]["message"]})
+        })
+        .collect();
+    ToolResult::failure(
+        "",
+        Status::Error,
+        INPUT_DECLINED,
+        "the MCP server asked for input to go on (input_required), and toolhost does not pass a \
+         mounted server's requests for input to its caller; the request was declined",
+    )
+    .with_details(json!({"input_requests": requests}))
 }
 
 /// A result for a protocol-level error the server answered a call with.

@@ -5,6 +5,7 @@
 //! (validation, policy, approval, hooks, timeouts, bounding, audit,
 //! idempotency) applies to it exactly as to a native tool.
 
+mod blocks;
 pub mod bounds;
 mod convert;
 pub(crate) mod error;
@@ -13,6 +14,7 @@ mod probe;
 mod runtime;
 mod server;
 mod stderr;
+mod upstream;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,6 +75,9 @@ pub fn mount(
 fn report_list(events: &EventBus, label: &str, server: &Server) {
     let (walked, refused) = server.walked();
     let mut items = vec![serde_json::json!({"name": "tools/list", "state": "bounded", "detail": walked})];
+    if let Some(protocol) = server.protocol() {
+        items.push(serde_json::json!({"name": "protocol", "state": "negotiated", "detail": protocol}));
+    }
     items.extend(
         refused
             .into_iter()

@@ -17,7 +17,7 @@ use rmcp::model::{
     Tool,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService, ServiceError};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{json, Value};
 use toolhost_core::abi::FfiContext;
 use toolhost_core::wire::codes;
@@ -119,6 +119,26 @@ pub struct Server {
     /// The last whole `tools/list` walk's counts, and the tools it refused
     /// for their names (`name (reason)`, escaped).
     walked: Mutex<(Walked, Vec<String>)>,
+    /// The protocol revision the last connection negotiated.
+    protocol: Mutex<Option<String>>,
+}
+
+/// How a connection starts: `server/discover` first, offering every
+/// revision rmcp knows, newest first, so a server that answers it is
+/// spoken to in the newest revision both know (2026-07-28 when it speaks
+/// it; one that speaks only 2026-07-28, with no `initialize`, can be
+/// mounted at all). A server that answers discover as a legacy server does
+/// (an error, or nothing for 10 s) gets the `initialize` handshake offering
+/// the newest revision that has one, and answers with the newest it
+/// supports.
+fn lifecycle() -> ClientLifecycleMode {
+    use rmcp::model::ProtocolVersion;
+    let mut preferred = ProtocolVersion::known_up_to(&ProtocolVersion::LATEST).to_vec();
+    preferred.reverse();
+    ClientLifecycleMode::Auto {
+        preferred_versions: preferred,
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
 }
 
 impl Server {
@@ -134,6 +154,7 @@ impl Server {
             refresher: AtomicBool::new(false),
             limits,
             walked: Mutex::default(),
+            protocol: Mutex::default(),
         })
     }
 
@@ -155,6 +176,10 @@ impl Server {
     /// Connects (the first time) and returns the server's tools.
     pub fn connect(self: &Arc<Self>) -> Result<Vec<Tool>, SourceError> {
         let conn = self.open()?;
+        *self.protocol.lock().unwrap_or_else(PoisonError::into_inner) = conn
+            .peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string());
         self.state.install(conn.clone());
         self.list_tools(&conn)
     }
@@ -207,6 +232,14 @@ impl Server {
             .collect();
         *self.walked.lock().unwrap_or_else(PoisonError::into_inner) = (walked, refused);
         Ok(tools)
+    }
+
+    /// The protocol revision negotiated when it was mounted.
+    pub fn protocol(&self) -> Option<String> {
+        self.protocol
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The last whole walk's counts, in words, and the tools it refused.
@@ -298,7 +331,12 @@ impl Server {
                     )
                     .custom_headers(custom);
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                match tokio::time::timeout(CONNECT_TIMEOUT, handler.serve(transport)).await {
+                match tokio::time::timeout(
+                    CONNECT_TIMEOUT,
+                    handler.serve_with_lifecycle(transport, lifecycle()),
+                )
+                .await
+                {
                     Ok(Ok(service)) => Ok(service),
                     Ok(Err(error)) => Err(SourceError::Initialize {
                         label,
@@ -369,7 +407,12 @@ impl Server {
             let stdin = tokio::process::ChildStdin::from_std(stdin).map_err(HandshakeError::Pipe)?;
             let stdout = tokio::process::ChildStdout::from_std(stdout).map_err(HandshakeError::Pipe)?;
             let stdout = super::list_filter::filtered(stdout, limits);
-            match tokio::time::timeout(CONNECT_TIMEOUT, handler.serve((stdout, stdin))).await {
+            match tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                handler.serve_with_lifecycle((stdout, stdin), lifecycle()),
+            )
+            .await
+            {
                 Ok(Ok(service)) => Ok(service),
                 Ok(Err(e)) => Err(HandshakeError::Failed(Box::new(e))),
                 Err(_) => Err(HandshakeError::Timeout {
@@ -503,6 +546,9 @@ impl Server {
                 let reply = match outcome {
                     Some(Ok(Ok(ServerResult::CallToolResult(result)))) => {
                         Reply::Done(Box::new(convert::result(result)))
+                    }
+                    Some(Ok(Ok(ServerResult::InputRequiredResult(asked)))) => {
+                        Reply::Done(Box::new(convert::input_declined(&asked)))
                     }
                     Some(Ok(Ok(_))) => Reply::Done(Box::new(convert::protocol_error(
                         "it answered tools/call with something else",
