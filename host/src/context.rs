@@ -17,6 +17,8 @@ pub struct CallContext {
     pub deadline: Option<Instant>,
     /// Progress destination, if the caller asked for progress.
     pub progress: Option<ProgressSink>,
+    /// Who answers the backend's requests for input, if the caller can.
+    pub ask: Option<crate::ask::Asker>,
     /// Module name, for logs.
     pub module: String,
     /// Call id, for logs.

@@ -16,6 +16,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod alias;
+pub mod ask;
 pub mod cancel;
 pub mod cli;
 pub mod context;

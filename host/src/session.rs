@@ -61,6 +61,7 @@ pub fn end(host: &Host, session: &str) {
             cancel: CancelToken::new(),
             deadline: Some(Instant::now() + END_BUDGET),
             progress: None,
+            ask: None,
             module: tool.module.name.clone(),
             call_id: format!("session-end:{session}"),
         };

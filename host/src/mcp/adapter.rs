@@ -64,7 +64,8 @@ pub fn direct_call(params: CallToolRequestParams, peer: &Peer<RoleServer>, cance
     let meta = params.meta.unwrap_or_default();
     Call {
         cancel: Some(cancel.clone()),
-        approver: elicit::approver(peer, cancel),
+        approver: elicit::approver(peer, cancel.clone()),
+        asker: elicit::asker(peer, cancel),
         ..from_request(params.name.into_owned(), params.arguments, &meta)
     }
 }
@@ -115,6 +116,7 @@ impl Runner<'_> {
             cancel: Some(cancel.clone()),
             progress: reporter.as_ref().map(progress::Reporter::sink),
             approver: elicit::approver(&context.peer, cancel.clone()),
+            asker: elicit::asker(&context.peer, cancel.clone()),
             session_id: session.map(crate::session::http),
             principal: http_principal(context).map(str::to_string),
             toolset: http_toolset(context),

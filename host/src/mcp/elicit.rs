@@ -47,6 +47,33 @@ pub fn approver(peer: &Peer<RoleServer>, cancel: CancelToken) -> Option<Approver
     }))
 }
 
+/// An asker that passes a backend's request for input (an elicitation
+/// form, as MCP `ElicitRequestParams` JSON) to the client, if it declared
+/// form elicitation; the question is abandoned when `cancel` fires.
+pub fn asker(peer: &Peer<RoleServer>, cancel: CancelToken) -> Option<crate::ask::Asker> {
+    if !peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+    {
+        return None;
+    }
+    let peer = peer.clone();
+    Some(Arc::new(move |params: Value| {
+        let (peer, cancel) = (peer.clone(), cancel.clone());
+        Box::pin(async move {
+            let params: ElicitRequestParams = serde_json::from_value(params)
+                .map_err(|e| format!("the request for input is malformed: {e}"))?;
+            tokio::select! {
+                answer = peer.create_elicitation(params) => match answer {
+                    Ok(answer) => serde_json::to_value(answer).map_err(|e| e.to_string()),
+                    Err(e) => Err(format!("the caller's client did not answer: {e}")),
+                },
+                _ = cancel.cancelled() => Err("the call was cancelled".to_string()),
+            }
+        })
+    }))
+}
+
 /// The question: which tool, why, with what input; one boolean to answer.
 fn form(request: &ApprovalRequest) -> Option<ElicitRequestParams> {
     let mut input = serde_json::to_string_pretty(&request.input).unwrap_or_default();

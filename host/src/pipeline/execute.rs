@@ -50,6 +50,7 @@ pub(crate) struct Stage6 {
     pub limits: Limits,
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
+    pub ask: Option<crate::ask::Asker>,
 }
 
 /// Receives the host's answer for a call run on its caller's thread whose
@@ -172,6 +173,7 @@ impl Engine {
             limits,
             cancel,
             progress,
+            ask,
         } = call;
         let call_json = serde_json::to_string(&request).map_err(|e| {
             ToolResult::failure(
@@ -192,6 +194,7 @@ impl Engine {
             cancel,
             deadline: Some(deadline),
             progress,
+            ask,
             module: tool.module.name.clone(),
             call_id: id,
         };

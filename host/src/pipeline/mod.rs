@@ -83,6 +83,10 @@ pub struct Call {
     /// Who to ask when policy says `ask` (a terminal prompt, MCP
     /// elicitation). Without one, such calls answer `approval_required`.
     pub approver: Option<Approver>,
+    /// Who answers a backend's request for input during the call (an MCP
+    /// client that declared elicitation); without one, such requests are
+    /// declined.
+    pub asker: Option<crate::ask::Asker>,
     /// The caller's session (an MCP HTTP session); without one, the call
     /// belongs to this process's session ([`crate::session::process`]).
     pub session_id: Option<String>,
@@ -117,6 +121,7 @@ pub(crate) struct Prepared {
     input: Value,
     cancel: CancelToken,
     progress: Option<ProgressSink>,
+    asker: Option<crate::ask::Asker>,
     session_id: Option<String>,
     principal: String,
     context: RequestContext,
@@ -441,6 +446,7 @@ impl Pipeline {
                 Some(redactor) => redactor.progress_sink(call.progress),
                 None => call.progress,
             },
+            asker: call.asker,
             session_id: call.session_id,
             principal: trace.principal.clone(),
             context: call.context,
@@ -496,6 +502,7 @@ impl Pipeline {
             mut input,
             cancel,
             progress,
+            asker,
             session_id,
             principal,
             context,
@@ -526,6 +533,7 @@ impl Pipeline {
                 limits,
                 cancel,
                 progress,
+                ask: asker,
             },
             input,
         }

@@ -528,6 +528,7 @@ fn mcp_source(mcp: &McpSource, which: &str) -> Result<McpSource, McpTableError> 
         env: expand_map(&mcp.env)?,
         url: mcp.url.as_deref().map(expand).transpose()?,
         headers: expand_map(&mcp.headers)?,
+        elicitation: mcp.elicitation,
     })
 }
 

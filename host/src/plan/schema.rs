@@ -302,6 +302,11 @@ pub struct McpSource {
     /// HTTP headers for `url`; `${ENV}` expands.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// What the server's requests for input (elicitation, `input_required`)
+    /// meet: `pass` (the default) asks the caller when its client can
+    /// answer, `decline` declines them all.
+    #[serde(default)]
+    pub elicitation: crate::source::mcp::input::InputPolicy,
 }
 
 /// allow, ask or deny.

@@ -155,10 +155,9 @@ fn derived(result: &ToolResult) -> Vec<ContentBlock> {
 }
 
 /// A result for a call the server answered `input_required` (MCP
-/// 2026-07-28: it needs the caller's answers to go on). toolhost does not
-/// pass a mounted server's questions on to its caller, so the call ends
-/// here, saying what the server asked.
-pub fn input_declined(asked: &rmcp::model::InputRequiredResult) -> ToolResult {
+/// 2026-07-28: it needs the caller's answers to go on) when no answer could
+/// be had: the call ends here, saying why and what the server asked.
+pub fn input_declined(asked: &rmcp::model::InputRequiredResult, why: &str) -> ToolResult {
     let requests: Vec<Value> = asked
         .input_requests
         .iter()
@@ -172,10 +171,9 @@ pub fn input_declined(asked: &rmcp::model::InputRequiredResult) -> ToolResult {
         "",
         Status::Error,
         INPUT_DECLINED,
-        "the MCP server asked for input to go on (input_required), and toolhost does not pass a \
-         mounted server's requests for input to its caller; the request was declined",
+        format!("the MCP server asked for input to go on (input_required), and it was declined: {why}"),
     )
-    .with_details(json!({"input_requests": requests}))
+    .with_details(json!({"input_requests": requests, "declined": why}))
 }
 
 /// A result for a protocol-level error the server answered a call with.

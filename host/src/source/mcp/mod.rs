@@ -9,6 +9,7 @@ mod blocks;
 pub mod bounds;
 mod convert;
 pub(crate) mod error;
+pub mod input;
 mod list_filter;
 mod probe;
 mod runtime;

@@ -16,7 +16,10 @@ use rmcp::model::{
     CallToolRequestParams, ClientRequest, ProgressNotificationParam, ProgressToken, Request, ServerResult,
     Tool,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService, ServiceError};
+use rmcp::model::{ClientConfig, ElicitRequestParams, ElicitResult};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService, ServiceError,
+};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{json, Value};
 use toolhost_core::abi::FfiContext;
@@ -25,12 +28,16 @@ use toolhost_core::{CallRequest, Status, ToolResult};
 
 use super::bounds::{self, McpLimits, WalkError, Walked};
 use super::error::{HandshakeError, SourceError};
+use super::input::{self, Callers, InputPolicy};
 use super::{convert, probe, runtime};
 
 use crate::context::CallContext;
 use crate::isolate::{crashed_result, unavailable_result};
 use crate::plan::McpSource;
 use toolhost_supervise::{describe, reaper, Ended, Process, Restarts};
+
+/// The most `input_required` rounds one call may take.
+const MAX_INPUT_ROUNDS: usize = 10;
 
 /// How long connecting (spawn, initialize, tools/list) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -45,14 +52,38 @@ enum Reply {
     Lost(String),
 }
 
-/// The client side: routes progress to calls, and notes list changes.
+/// The client side: routes progress to calls, notes list changes, and
+/// passes the server's requests for input on (see [`input`]).
 #[derive(Clone)]
 struct Handler {
     routes: Routes,
     on_change: Arc<dyn Fn() + Send + Sync>,
+    label: String,
+    policy: InputPolicy,
+    callers: Arc<Callers>,
 }
 
 impl ClientHandler for Handler {
+    /// Declares form elicitation unless the plan declines every request
+    /// for input: a server then asks, and the caller answers.
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        if self.policy == InputPolicy::Pass {
+            if let Ok(capabilities) = serde_json::from_value(json!({"elicitation": {"form": {}}})) {
+                info.capabilities = capabilities;
+            }
+        }
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(input::elicit(self.policy, &self.callers, &self.label, request).await)
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -121,6 +152,8 @@ pub struct Server {
     walked: Mutex<(Walked, Vec<String>)>,
     /// The protocol revision the last connection negotiated.
     protocol: Mutex<Option<String>>,
+    /// The calls in flight and who can answer for each.
+    callers: Arc<Callers>,
 }
 
 /// How a connection starts: `server/discover` first, offering every
@@ -155,6 +188,7 @@ impl Server {
             limits,
             walked: Mutex::default(),
             protocol: Mutex::default(),
+            callers: Arc::default(),
         })
     }
 
@@ -302,6 +336,9 @@ impl Server {
                     }
                 })
             },
+            label: self.label.clone(),
+            policy: self.source.elicitation,
+            callers: self.callers.clone(),
         };
         let label = self.label.clone();
         if let Some(url) = self.source.url.clone() {
@@ -513,57 +550,84 @@ impl Server {
         // A server reached by URL has no process to wait on: a probe
         // notices its loss while calls are in flight.
         let _in_flight = probe::watch(self, &conn, conn.reaper.is_none());
+        let _asking = self.callers.enter(ctx.ask.clone());
         let (tx, rx) = mpsc::channel();
-        let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel::<()>();
+        let (cancel_tx, mut cancel_rx) = tokio::sync::oneshot::channel::<()>();
         let (peer, routes, name) = (conn.peer.clone(), self.routes.clone(), tool.to_string());
+        let (policy, asker) = (self.source.elicitation, ctx.ask.clone());
         let spawned = runtime::handle().map(|h| {
             h.spawn(async move {
-                let params = CallToolRequestParams::new(name).with_arguments(arguments);
-                let request = ClientRequest::CallToolRequest(Request::new(params));
-                let mut handle = match peer
-                    .send_cancellable_request(request, PeerRequestOptions::no_options())
-                    .await
-                {
-                    Ok(handle) => handle,
-                    Err(e) => {
-                        let _ = tx.send(Reply::Lost(e.to_string()));
-                        return;
-                    }
-                };
-                let token = handle.progress_token.clone();
-                routes
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(token.clone(), tx.clone());
-                let outcome = tokio::select! {
-                    answer = &mut handle.rx => Some(answer),
-                    _ = cancel_rx => None,
-                };
-                routes
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&token);
-                let reply = match outcome {
-                    Some(Ok(Ok(ServerResult::CallToolResult(result)))) => {
-                        Reply::Done(Box::new(convert::result(result)))
-                    }
-                    Some(Ok(Ok(ServerResult::InputRequiredResult(asked)))) => {
-                        Reply::Done(Box::new(convert::input_declined(&asked)))
-                    }
-                    Some(Ok(Ok(_))) => Reply::Done(Box::new(convert::protocol_error(
-                        "it answered tools/call with something else",
-                    ))),
-                    Some(Ok(Err(ServiceError::McpError(e)))) => {
-                        Reply::Done(Box::new(convert::protocol_error(e.message)))
-                    }
-                    Some(Ok(Err(e))) => Reply::Lost(e.to_string()),
-                    Some(Err(_)) => Reply::Lost("the connection closed".into()),
-                    None => {
-                        let _ = handle.cancel(Some("cancelled by toolhost".into())).await;
-                        Reply::Cancelled
-                    }
-                };
-                let _ = tx.send(reply);
+                let mut params = CallToolRequestParams::new(name).with_arguments(arguments);
+                // A 2026-07-28 server may answer input_required: the caller
+                // answers, and the call is sent again with the answers.
+                for round in 1..=MAX_INPUT_ROUNDS {
+                    let request = ClientRequest::CallToolRequest(Request::new(params.clone()));
+                    let mut handle = match peer
+                        .send_cancellable_request(request, PeerRequestOptions::no_options())
+                        .await
+                    {
+                        Ok(handle) => handle,
+                        Err(e) => {
+                            let _ = tx.send(Reply::Lost(e.to_string()));
+                            return;
+                        }
+                    };
+                    let token = handle.progress_token.clone();
+                    routes
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(token.clone(), tx.clone());
+                    let outcome = tokio::select! {
+                        answer = &mut handle.rx => Some(answer),
+                        _ = &mut cancel_rx => None,
+                    };
+                    routes
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&token);
+                    let reply = match outcome {
+                        Some(Ok(Ok(ServerResult::CallToolResult(result)))) => {
+                            Reply::Done(Box::new(convert::result(result)))
+                        }
+                        Some(Ok(Ok(ServerResult::InputRequiredResult(asked)))) => {
+                            let answered = match round {
+                                MAX_INPUT_ROUNDS => {
+                                    Err(format!("the server asked for input {MAX_INPUT_ROUNDS} times"))
+                                }
+                                _ => {
+                                    input::fulfil(
+                                        policy,
+                                        asker.as_ref(),
+                                        asked.input_requests.as_ref().unwrap_or(&Default::default()),
+                                    )
+                                    .await
+                                }
+                            };
+                            match answered {
+                                Ok(responses) => {
+                                    params.input_responses = Some(responses);
+                                    params.request_state = asked.request_state.clone();
+                                    continue;
+                                }
+                                Err(why) => Reply::Done(Box::new(convert::input_declined(&asked, &why))),
+                            }
+                        }
+                        Some(Ok(Ok(_))) => Reply::Done(Box::new(convert::protocol_error(
+                            "it answered tools/call with something else",
+                        ))),
+                        Some(Ok(Err(ServiceError::McpError(e)))) => {
+                            Reply::Done(Box::new(convert::protocol_error(e.message)))
+                        }
+                        Some(Ok(Err(e))) => Reply::Lost(e.to_string()),
+                        Some(Err(_)) => Reply::Lost("the connection closed".into()),
+                        None => {
+                            let _ = handle.cancel(Some("cancelled by toolhost".into())).await;
+                            Reply::Cancelled
+                        }
+                    };
+                    let _ = tx.send(reply);
+                    return;
+                }
             })
         });
         if let Err(error) = spawned {
