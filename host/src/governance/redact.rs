@@ -363,8 +363,8 @@ impl Redactor {
     }
 
     /// Redacts a result's output and structured data, error message and
-    /// details, text content blocks and the tool's metadata; records the counts in
-    /// `metadata.redactions`.
+    /// details, the text of its content blocks (see `redact_block`)
+    /// and the tool's metadata; records the counts in `metadata.redactions`.
     pub fn redact_result(&self, result: &mut ToolResult) {
         let mut counts = BTreeMap::new();
         self.redact_value(&mut result.output, &mut counts);
@@ -473,6 +473,44 @@ mod tests {
         r.redact_result(&mut failed);
         assert_eq!(failed.message(), "bad [REDACTED:gitlab_token]");
         assert_eq!(failed.metadata.extra["redactions"], json!({"gitlab_token": 2}));
+    }
+
+    /// A mounted server's link and inline resource: their text fields are
+    /// redacted, a binary resource's base64 `blob` is not.
+    #[test]
+    fn links_and_resources_are_redacted_but_not_their_bytes() {
+        let token = format!("glpat-{}", "abcdefghij0123456789");
+        let r = Redactor::new(&RedactSection::default(), Vec::new())
+            .expect("builds")
+            .expect("on");
+        let blob = format!("{token}==");
+        let mut result = ToolResult::success("c", Value::Null).with_content(vec![
+            ContentBlock::ResourceLink {
+                uri: format!("https://x.example/?t={token}"),
+                name: "n".into(),
+                title: None,
+                description: Some(format!("has {token}")),
+                mime_type: None,
+                size: None,
+            },
+            ContentBlock::Resource {
+                uri: "file:///a".into(),
+                mime_type: None,
+                text: Some(token.clone()),
+                blob: None,
+            },
+            ContentBlock::Resource {
+                uri: "file:///b".into(),
+                mime_type: None,
+                text: None,
+                blob: Some(blob.clone()),
+            },
+        ]);
+        r.redact_result(&mut result);
+        let wire = serde_json::to_string(&result.content[..2]).expect("json");
+        assert!(!wire.contains(&token), "{wire}");
+        assert!(matches!(&result.content[2], ContentBlock::Resource { blob: Some(b), .. } if *b == blob));
+        assert_eq!(result.metadata.extra["redactions"], json!({"gitlab_token": 3}));
     }
 
     /// Each channel a secret can leave by, one assertion each: object keys
