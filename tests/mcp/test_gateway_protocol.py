@@ -85,3 +85,13 @@ async def test_a_2026_request_for_input_is_declined_saying_what_was_asked(worksp
             {"key": "name", "method": "elicitation/create", "message": "What is your name?"}
         ], meta
         assert "declined" in result.content[0].text
+
+
+async def test_a_failure_keeps_its_structured_content(workspace):
+    ws = workspace(modern_plan())
+    async with stdio_session(ws) as (session, _):
+        result = await session.call_tool("py__refuse", {})
+    assert result.is_error, result
+    assert [(block.type, block.text) for block in result.content] == [("text", "refused: the quota is spent")]
+    assert result.structured_content == {"reason": "quota", "retry_after_s": 30}
+    assert toolhost_meta(result)["code"] == "tool_error"

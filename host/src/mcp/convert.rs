@@ -131,7 +131,18 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
         } else if !result.output.is_null() {
             content.push(ContentBlock::text(text_of(&result.output)));
         }
-        CallToolResult::error(content)
+        let mut r = CallToolResult::error(content);
+        // Structured data a failure carries (a mounted server's isError
+        // result sent some) goes with it, unless it is what broke the
+        // tool's output schema.
+        if result
+            .error
+            .as_ref()
+            .is_some_and(|e| e.code != toolhost_core::wire::codes::INVALID_OUTPUT)
+        {
+            r.structured_content = result.structured;
+        }
+        r
     };
     // An over-limit output kept whole: a `resource_link` to it.
     out.content

@@ -10,9 +10,11 @@ import base64
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.types import Audio, Image
 from mcp_types import (
+    CallToolResult,
     ElicitRequest,
     ElicitRequestFormParams,
     InputRequiredResult,
+    TextContent,
 )
 
 # Bytes the tests compare with what reaches their client.
@@ -28,6 +30,16 @@ server = MCPServer("modern-peer")
 def media() -> list:
     """An image and a sound."""
     return ["a picture and a sound", Image(data=PNG, format="png"), Audio(data=WAV, format="wav")]
+
+
+@server.tool()
+def refuse() -> CallToolResult:
+    """Fails, with structured data beside its message."""
+    return CallToolResult(
+        content=[TextContent(type="text", text="refused: the quota is spent")],
+        structured_content={"reason": "quota", "retry_after_s": 30},
+        is_error=True,
+    )
 
 
 @server.tool()
