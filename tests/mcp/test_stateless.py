@@ -22,7 +22,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from harness import BIN, HttpServer, RawServer, free_port, plan, server_env, text_of, toolhost_meta
+from harness import BIN, HttpServer, RawServer, free_port, plan, server_env, text_of, toolhost_meta, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -146,6 +146,35 @@ async def test_sdk_client_discovers_and_answers_approvals_on_stdio(workspace):
     assert len(asked) == 1 and "echo" in asked[0]
 
 
+def test_stdio_progress_and_cancellation(workspace):
+    ws = workspace()
+    server = RawServer(ws)
+    try:
+        progress = {"progressToken": "p-1"}
+        call = {"name": "sleep", "arguments": {"ms": 700}, "_meta": {**meta(), **progress}}
+        rid = server.request("tools/call", call)
+        seen = []
+        while True:
+            message = server.read()
+            if message.get("id") == rid:
+                break
+            seen.append(message)
+        assert message["result"]["resultType"] == "complete", message
+        reports = [m for m in seen if m.get("method") == "notifications/progress"]
+        assert reports and reports[0]["params"]["progressToken"] == "p-1", seen
+
+        long = server.request("tools/call", with_meta({"name": "sleep", "arguments": {"ms": 60_000}}))
+        wait = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": long}}
+        server.send(wait)
+        after = server.response(server.request("tools/call", with_meta({"name": "echo", "arguments": {"message": "next"}})))
+        assert after["result"]["structuredContent"]["message"] == "next"
+        assert wait_until(
+            lambda: any(r.get("tool") == "sleep" and r["status"] == "cancelled" for r in ws.audit_records()), timeout=10
+        ), ws.audit_records()
+    finally:
+        server.kill()
+
+
 def test_stdio_older_revisions_are_unchanged(workspace):
     ws = workspace(ASK_ECHO)
     server = RawServer(ws)
@@ -262,6 +291,36 @@ def test_http_discover_and_call_without_a_session(http_server):
     assert result["resultType"] == "complete" and result["structuredContent"]["message"] == "no session"
     records = [r for r in server.ws.audit_records() if r.get("tool") == "echo"]
     assert records and records[-1]["status"] == "success"
+
+
+def test_http_progress_rides_the_calls_stream_and_a_dropped_call_is_cancelled(http_server):
+    server = http_server()
+    body = rpc(1, "tools/call", {"name": "sleep", "arguments": {"ms": 700}, "_meta": {**meta(), "progressToken": 5}})
+    streamed = post(server, body)
+    assert streamed.headers["content-type"].startswith("text/event-stream"), streamed.headers
+    events = [json.loads(line[5:]) for line in streamed.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+    assert any(e.get("method") == "notifications/progress" and e["params"]["progressToken"] == 5 for e in events), events
+    assert answer(streamed)["result"]["resultType"] == "complete"
+
+    # A 2026-07-28 client cancels by dropping its request's connection.
+    long = rpc(2, "tools/call", with_meta({"name": "sleep", "arguments": {"ms": 60_000}}))
+    with pytest.raises(httpx2.TimeoutException):
+        httpx2.post(
+            server.url,
+            json=long,
+            headers={
+                "Authorization": f"Bearer {server.token}",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": V2026,
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "sleep",
+            },
+            timeout=1.0,
+        )
+    assert wait_until(
+        lambda: any(r.get("tool") == "sleep" and r["status"] == "cancelled" for r in server.ws.audit_records()),
+        timeout=15,
+    ), server.ws.audit_records()
 
 
 def test_http_headers_must_match_the_body(http_server):
