@@ -22,6 +22,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from test_stdio_differential import normalised
+
 from harness import BIN, HttpServer, RawServer, free_port, plan, server_env, text_of, toolhost_meta, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -173,6 +175,46 @@ def test_stdio_progress_and_cancellation(workspace):
         ), ws.audit_records()
     finally:
         server.kill()
+
+
+# Well-formed calls whose answers must not depend on the revision.
+CALL_CORPUS = [
+    ("echo", {"message": "hello", "data": [1, {"k": None}]}),
+    ("echo", {"message": 5}),  # fails validation
+    ("echo", {"message": "x", "extra": True}),  # unknown field
+    ("no_such_tool", {}),
+    ("panic", {"message": "boom"}),
+    ("echo", None),  # no arguments
+    ("shape", {"kind": "object"}),  # schema violations, two at once
+]
+
+
+def corpus_answers(ws, stateless: bool) -> list[str]:
+    server = RawServer(ws)
+    try:
+        if not stateless:
+            server.initialize()
+        answers = []
+        for name, arguments in CALL_CORPUS:
+            params = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
+            message = server.response(server.request("tools/call", with_meta(params) if stateless else params))
+            result = message.get("result")
+            if result is not None:
+                # Only 2026-07-28 results say what kind of result they are.
+                assert result.pop("resultType", "complete" if stateless else None) == ("complete" if stateless else None)
+            message.pop("id")  # the handshake took one on the 2025 side
+            answers.append(normalised(message))
+        return answers
+    finally:
+        server.kill()
+
+
+def test_a_call_corpus_answers_alike_on_2025_and_2026(workspace):
+    ws = workspace()
+    legacy = corpus_answers(ws, stateless=False)
+    modern = corpus_answers(ws, stateless=True)
+    differ = [(c, a, b) for c, a, b in zip(CALL_CORPUS, legacy, modern) if a != b]
+    assert not differ, "\n".join(f"{c}:\n  2025 {a}\n  2026 {b}" for c, a, b in differ)
 
 
 def test_stdio_older_revisions_are_unchanged(workspace):
