@@ -269,10 +269,10 @@ def test_stdio_initialize_naming_2026_negotiates_the_newest_handshake(workspace)
 def http_server(workspace):
     servers = []
 
-    def start(text: str | None = None) -> HttpServer:
+    def start(text: str | None = None, extra_args=()) -> HttpServer:
         ws = workspace(text)
         token = secrets.token_hex(16)
-        server = HttpServer(ws, f"127.0.0.1:{free_port()}", token=token)
+        server = HttpServer(ws, f"127.0.0.1:{free_port()}", token=token, extra_args=extra_args)
         server.token = token
         server.ws = ws
         servers.append(server)
@@ -363,6 +363,23 @@ def test_http_progress_rides_the_calls_stream_and_a_dropped_call_is_cancelled(ht
         lambda: any(r.get("tool") == "sleep" and r["status"] == "cancelled" for r in server.ws.audit_records()),
         timeout=15,
     ), server.ws.audit_records()
+
+
+def test_http_stateless_requests_take_no_session_place(http_server):
+    server = http_server(extra_args=("--max-sessions", "1"))
+    legacy = {
+        "Authorization": f"Bearer {server.token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "l", "version": "0"}}
+    first = httpx2.post(server.url, json=rpc(1, "initialize", hello), headers=legacy, timeout=30)
+    assert first.status_code == 200 and "mcp-session-id" in first.headers
+    full = httpx2.post(server.url, json=rpc(2, "initialize", hello), headers=legacy, timeout=30)
+    assert full.status_code == 503, "the one session place is taken"
+    called = post(server, rpc(3, "tools/call", with_meta({"name": "echo", "arguments": {"message": "still served"}})))
+    assert called.status_code == 200, called.text
+    assert answer(called)["result"]["structuredContent"]["message"] == "still served"
 
 
 def test_http_headers_must_match_the_body(http_server):
