@@ -334,6 +334,14 @@ def test_http_discover_and_call_without_a_session(http_server):
     records = [r for r in server.ws.audit_records() if r.get("tool") == "echo"]
     assert records and records[-1]["status"] == "success"
 
+    # What only a session has (its SSE stream, its end) is refused without
+    # one, plainly, and the server serves on.
+    auth = {"Authorization": f"Bearer {server.token}", "MCP-Protocol-Version": V2026}
+    stream = httpx2.get(server.url, headers={**auth, "Accept": "text/event-stream"}, timeout=10)
+    end = httpx2.delete(server.url, headers=auth, timeout=10)
+    assert stream.status_code == 405 and end.status_code == 405, (stream.text, end.text)
+    assert answer(post(server, rpc(4, "tools/list", with_meta())))["result"]["tools"]
+
 
 def test_http_progress_rides_the_calls_stream_and_a_dropped_call_is_cancelled(http_server):
     server = http_server()
