@@ -302,13 +302,13 @@ def free_port() -> int:
 class HttpServer:
     """`toolhost serve --http ADDR` in the background."""
 
-    def __init__(self, ws: Workspace, addr: str, token: str | None = None, extra_env=None):
+    def __init__(self, ws: Workspace, addr: str, token: str | None = None, extra_env=None, extra_args=()):
         env = dict(extra_env or {})
         if token is not None:
             env["TOOLHOST_TOKEN"] = token
         self.log = open(ws.path / "http-server.log", "w+")
         self.proc = subprocess.Popen(
-            [str(BIN), *ws.args("--http", addr)],
+            [str(BIN), *ws.args("--http", addr, *extra_args)],
             cwd=ws.path,
             env=server_env(env),
             stdin=subprocess.DEVNULL,

@@ -1,7 +1,7 @@
 // Interop of `toolhost serve` with MCP clients nobody here wrote: the
 // official TypeScript SDK (current 1.32, and 1.17 / 1.12, which speak
-// 2025-06-18 / 2025-03-26) over stdio and streamable HTTP, and the MCP
-// Inspector CLI. Run with `node --test tests/node/` (cargo xtask test does).
+// 2025-06-18 / 2025-03-26) over stdio and streamable HTTP, the MCP
+// Inspector CLI, and Claude Code's `claude mcp list` health check. Run with `node --test tests/node/` (cargo xtask test does).
 //
 // The binary comes from $TOOLHOST_BIN and the modules from
 // $TOOLHOST_MODULE_PATH (both default to target/debug of this checkout). A
@@ -34,6 +34,7 @@ const target = (env, fallback) => {
 const BIN = target("TOOLHOST_BIN", "target/debug/toolhost");
 const MODULES = target("TOOLHOST_MODULE_PATH", "target/debug");
 const INSPECTOR = join(ROOT, "tests/node/node_modules/.bin/mcp-inspector");
+const CLAUDE = join(ROOT, "tests/node/node_modules/.bin/claude");
 
 // `protocol`: the version each SDK asks for (its LATEST_PROTOCOL_VERSION),
 // which the server (up to 2025-11-25) must agree to.
@@ -213,6 +214,45 @@ test("MCP Inspector CLI over streamable HTTP", async () => {
       ),
     );
     assert.equal(called.structuredContent.message, "inspected");
+  } finally {
+    await server.stop();
+  }
+});
+
+/** Claude Code's CLI (npm `@anthropic-ai/claude-code`, its native binary)
+ *  in a home folder of its own: no login, no account, nothing sent but to
+ *  the servers it checks (telemetry, error reports, update checks and other
+ *  non-essential traffic off). */
+function claude(args, home, cwd) {
+  assert.ok(existsSync(CLAUDE), `${CLAUDE} is missing: npm ci --prefix tests/node (its postinstall links the native binary)`);
+  const quiet = {
+    DISABLE_TELEMETRY: "1",
+    DISABLE_ERROR_REPORTING: "1",
+    DISABLE_AUTOUPDATER: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  };
+  return new Promise((resolvePromise, reject) => {
+    execFile(CLAUDE, args, { cwd, env: { PATH: process.env.PATH, HOME: home, ...quiet }, timeout: 90_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`claude ${args.join(" ")} failed: ${error.message}\n${stdout}\n${stderr}`));
+      else resolvePromise(stdout);
+    });
+  });
+}
+
+test("Claude Code's `claude mcp list` health check over stdio, and over HTTP with the token", async () => {
+  const ws = workspace();
+  const home = mkdtempSync(join(tmpdir(), "toolhost-claude-home-"));
+  const server = await httpServer(ws);
+  try {
+    const add = (...args) => claude(["mcp", "add", "--scope", "user", ...args], home, ws.dir);
+    await add("toolhost-stdio", "-e", `TOOLHOST_MODULE_PATH=${MODULES}`, "--", BIN, "--plan", ws.plan, "serve");
+    await add("--transport", "http", "toolhost-http", server.url, "--header", `Authorization: Bearer ${server.token}`);
+    await add("--transport", "http", "toolhost-wrong-token", server.url, "--header", "Authorization: Bearer wrong");
+    const listed = await claude(["mcp", "list"], home, ws.dir);
+    assert.match(listed, /toolhost-stdio: .* - ✔ Connected/, listed);
+    assert.match(listed, /toolhost-http: .* \(HTTP\) - ✔ Connected/, listed);
+    // The check is a real one: a wrong token fails it.
+    assert.match(listed, /toolhost-wrong-token: .* - ✘ Failed to connect.*401/, listed);
   } finally {
     await server.stop();
   }

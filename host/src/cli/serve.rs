@@ -32,7 +32,8 @@ pub(super) struct ServeArgs {
     #[arg(long, conflicts_with_all = ["token", "token_file"])]
     no_auth: bool,
     /// A browser origin allowed to call (repeat it; e.g.
-    /// `http://localhost:6274`). Requests with any other `Origin` get 403.
+    /// `http://localhost:6274`). Requests with any other `Origin` get 403,
+    /// except, on loopback, the server's own (`http://127.0.0.1:PORT`).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
     /// HTTP connections open at once that have sent a known token; a

@@ -7,15 +7,17 @@
 //! Every decision a front door could make differently is made here once:
 //! - which calls only rmcp may run ([`rmcp_must_judge`]);
 //! - what the request's `_meta` means (its idempotency key, its request
-//!   context), and what the transport adds (the HTTP session, principal
-//!   and toolset; progress; approval by elicitation);
+//!   context, from 2026-07-28 on its protocol version and client), and what
+//!   the transport adds (the HTTP session, principal and toolset; progress;
+//!   approval by elicitation, or by an input-required result for clients
+//!   on 2026-07-28, see [`super::input_required`]);
 //! - when a call is cancelled (the client's `notifications/cancelled`, its
 //!   HTTP session ending, the client gone), and that a cancelled call is
 //!   still awaited, so it is recorded;
 //! - how a result is answered: converted once ([`convert::call_result`]),
-//!   without `resultType`, which only protocols past [`NEWEST_PROTOCOL`]
-//!   carry;
-//! - the newest protocol version negotiated ([`NEWEST_PROTOCOL`]).
+//!   without `resultType` for clients before 2026-07-28, which rmcp adds
+//!   for later ones;
+//! - the newest protocol version served ([`NEWEST_PROTOCOL`]).
 //!
 //! No response goes to a request its client cancelled: rmcp's rule on its
 //! path, which the fast path keeps with its own record of the calls it
@@ -30,15 +32,17 @@ use serde_json::{Map, Value};
 use toolhost_core::ToolResult;
 
 use super::http::sessions::SessionCalls;
+use super::input_required::{Asking, Retry};
 use super::{convert, elicit, progress};
 use crate::cancel::CancelToken;
 use crate::pipeline::{Call, Pipeline};
 
-/// The newest protocol version served. Server-to-client requests
-/// (elicitation, which approvals use) are forbidden from 2026-07-28 on;
-/// until approvals move to input-required results, no later version is
-/// negotiated.
-pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+/// The newest protocol version served: 2026-07-28, stateless (no
+/// `initialize`, no session: each request's `_meta` names its version and
+/// client), served beside every earlier one. Its clients are asked for
+/// approval by input-required results ([`input_required`]), which replace
+/// the elicitation requests that revision forbids.
+pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 
 /// Every protocol version served, oldest first.
 pub fn protocol_versions() -> Cow<'static, [ProtocolVersion]> {
@@ -55,6 +59,23 @@ pub fn rmcp_must_judge(params: &CallToolRequestParams) -> bool {
         .is_some_and(|m| m.get_progress_token().is_some() || m.protocol_version().is_some())
         || params.input_responses.is_some()
         || params.request_state.is_some()
+}
+
+/// Whether a request speaks 2026-07-28 or later (its `_meta` says so, or
+/// the session it came in opened on it).
+pub fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+/// Whether the stdio fast path may run calls in a session rmcp opened:
+/// only after an `initialize` handshake. A session rmcp opened on a
+/// stateless request (2026-07-28: no handshake, no stored client) needs
+/// every request's `_meta` checked, which is rmcp's to do.
+pub fn direct_calls_allowed(peer: &Peer<RoleServer>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| info.protocol_version < ProtocolVersion::V_2026_07_28)
 }
 
 /// The call the stdio fast path runs for `params` (which
@@ -112,13 +133,43 @@ impl Runner<'_> {
             .meta
             .get_progress_token()
             .map(|token| progress::Reporter::start(context.peer.clone(), token));
+        let principal = http_principal(context).map(str::to_string);
+        // 2026-07-28 forbids asking the client by a request of ours: the
+        // question becomes the call's answer, the client's answer a retry.
+        let stateless = is_stateless(context);
+        let asking = if stateless {
+            let retry = Retry {
+                responses: request.input_responses.clone(),
+                state: request.request_state.clone(),
+            };
+            let asker = principal
+                .as_deref()
+                .unwrap_or(&self.pipeline.host().plan.governance.host_principal);
+            let capabilities = context.client_capabilities();
+            Asking::new(
+                capabilities.as_ref(),
+                asker,
+                &request.name,
+                request.arguments.as_ref(),
+                &retry,
+            )
+        } else {
+            None
+        };
+        let approver = match &asking {
+            Some(asking) => asking.approver(),
+            None if stateless => None,
+            None => elicit::approver(&context.peer, cancel.clone()),
+        };
         let call = Call {
             cancel: Some(cancel.clone()),
             progress: reporter.as_ref().map(progress::Reporter::sink),
-            approver: elicit::approver(&context.peer, cancel.clone()),
-            asker: elicit::asker(&context.peer, cancel.clone()),
-            session_id: session.map(crate::session::http),
-            principal: http_principal(context).map(str::to_string),
+            approver,
+            // A 2026-07-28 client cannot be sent requests: an upstream
+            // server's question is declined, saying why.
+            asker: (!stateless).then(|| elicit::asker(&context.peer, cancel.clone())).flatten(),
+            session_id: call_session(session, principal.as_deref()),
+            principal,
             toolset: http_toolset(context),
             ..from_request(request.name.into_owned(), request.arguments, &context.meta)
         };
@@ -146,7 +197,28 @@ impl Runner<'_> {
         if let Some(reporter) = reporter {
             reporter.finish().await;
         }
+        if let Some(question) = asking.as_ref().and_then(|a| a.question(&result)) {
+            return question.into();
+        }
         convert::call_result(result).into()
+    }
+}
+
+/// What a principal's stateless session id starts with (rmcp's session ids
+/// are UUIDs: the two never meet).
+const STATELESS_SESSION_PREFIX: &str = "principal-";
+
+/// The session a call's state belongs to: its HTTP session; for a stateless
+/// HTTP request (2026-07-28, no `Mcp-Session-Id`), one per principal, so
+/// principals never share read records or undo history; on stdio (`None`)
+/// the process's.
+fn call_session(http_session: Option<&str>, principal: Option<&str>) -> Option<String> {
+    match (http_session, principal) {
+        (Some(session), _) => Some(crate::session::http(session)),
+        (None, Some(principal)) => Some(crate::session::http(&format!(
+            "{STATELESS_SESSION_PREFIX}{principal}"
+        ))),
+        (None, None) => None,
     }
 }
 

@@ -75,7 +75,7 @@ pub fn asker(peer: &Peer<RoleServer>, cancel: CancelToken) -> Option<crate::ask:
 }
 
 /// The question: which tool, why, with what input; one boolean to answer.
-fn form(request: &ApprovalRequest) -> Option<ElicitRequestParams> {
+pub(super) fn form(request: &ApprovalRequest) -> Option<ElicitRequestParams> {
     let mut input = serde_json::to_string_pretty(&request.input).unwrap_or_default();
     if input.len() > MAX_SHOWN_INPUT {
         let mut cut = MAX_SHOWN_INPUT;
@@ -111,7 +111,7 @@ fn form(request: &ApprovalRequest) -> Option<ElicitRequestParams> {
 }
 
 /// Approved when the user accepted and did not answer `approve: false`.
-fn approved(answer: &ElicitResult) -> bool {
+pub(super) fn approved(answer: &ElicitResult) -> bool {
     answer.action == ElicitationAction::Accept
         && answer
             .content

@@ -5,6 +5,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+#[allow(deprecated)] // see `impl ServerHandler`
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
@@ -14,6 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::adapter::{self, http_principal, http_toolset};
+use super::cache_hints;
 use super::http::sessions::SessionCalls;
 use crate::cancel::CancelToken;
 use crate::pipeline::Pipeline;
@@ -60,6 +63,9 @@ impl ToolhostServer {
     }
 }
 
+// Logging is deprecated from 2026-07-28 on (SEP-2577), yet part of every
+// earlier revision served: `logging/setLevel` must still be answered.
+#[allow(deprecated)]
 impl ServerHandler for ToolhostServer {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
@@ -67,6 +73,7 @@ impl ServerHandler for ToolhostServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_logging()
                 .build(),
         );
         let mut implementation = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
@@ -118,7 +125,23 @@ impl ServerHandler for ToolhostServer {
                 let message = refused.error.map(|e| e.message).unwrap_or_default();
                 ErrorData::invalid_params(message, None)
             })?;
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut listed = ListToolsResult::with_all_items(tools);
+        if adapter::is_stateless(&context) {
+            cache_hints::tools(self.pipeline.host(), &mut listed);
+        }
+        Ok(listed)
+    }
+
+    /// Accepted at any level: the server sends no log notifications (its
+    /// logs go to stderr), so every level a client asks for is kept.
+    /// Clients on 2026-07-28 name a level per request instead.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tracing::debug!(level = ?request.level, "MCP client set its log level");
+        Ok(())
     }
 
     /// Reads a kept over-limit output (`toolhost://output/<id>`, with

@@ -11,10 +11,12 @@
 
 pub mod adapter;
 pub mod auth;
+pub mod cache_hints;
 pub mod convert;
 pub mod elicit;
 pub mod handler;
 pub mod http;
+pub mod input_required;
 pub mod progress;
 pub mod stdio;
 pub mod tools_changed;

@@ -8,7 +8,8 @@
 //! own budget and deadline ([`unauthenticated`]); a session answers only
 //! the principal that opened it, and each principal holds a bounded number
 //! ([`owners`]). rmcp itself checks `Host` (DNS rebinding) and
-//! `Origin` (a present `Origin` must be on the allow-list: 403 otherwise).
+//! `Origin` (a present `Origin` must be the server's own loopback origin
+//! or on the allow-list: 403 otherwise).
 //! Accepted sockets get `TCP_NODELAY` (small calls would otherwise wait
 //! for Nagle's delayed ACK, 10–60× slower than stdio).
 
@@ -47,6 +48,8 @@ pub const ENDPOINT: &str = "/mcp";
 
 /// The largest request body read (rmcp's own cap).
 const MAX_BODY: usize = 4 * 1024 * 1024;
+/// The first protocol version without sessions.
+const STATELESS_SINCE: &str = "2026-07-28";
 /// The header naming a request's session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -56,8 +59,9 @@ pub struct Options {
     pub addr: String,
     /// Who may call (see [`auth::Access`]).
     pub access: auth::Access,
-    /// Browser origins allowed to call; a request with any other `Origin`
-    /// gets 403 (requests without one, as non-browser clients send, pass).
+    /// Browser origins allowed to call besides a loopback server's own; a
+    /// request with any other `Origin` gets 403 (requests without one, as
+    /// non-browser clients send, pass).
     pub allowed_origins: Vec<String>,
     /// Authenticated connections open at once; a request beyond is
     /// answered 503 and its connection closed.
@@ -189,7 +193,10 @@ pub async fn serve(
         .token(loopback, &pipeline.host().plan.state_dir(), local.port())?;
 
     let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(options.allowed_origins.iter().cloned())
+        .with_allowed_origins(allowed_origins(
+            &options.allowed_origins,
+            loopback.then_some(local),
+        ))
         .enforce_origin_validation();
     if !loopback {
         // Host checks guard loopback servers against DNS rebinding; beyond
@@ -295,6 +302,20 @@ pub async fn serve(
     Ok(())
 }
 
+/// The origins a browser may call from: the operator's, and, on loopback,
+/// the server's own (`http://127.0.0.1:PORT`, `http://localhost:PORT`): a
+/// page the server itself served is no DNS-rebinding attack, which is what
+/// the `Origin` check stops (a rebound name arrives with its own origin,
+/// `http://evil.example:PORT`, and is still refused).
+fn allowed_origins(operator: &[String], loopback: Option<SocketAddr>) -> Vec<String> {
+    let mut allowed = operator.to_vec();
+    if let Some(local) = loopback {
+        allowed.push(format!("http://{local}"));
+        allowed.push(format!("http://localhost:{}", local.port()));
+    }
+    allowed
+}
+
 /// How often ended sessions are looked for: often enough that an expired
 /// session's calls stop soon after it.
 fn sweep_every(idle: Duration) -> Duration {
@@ -391,7 +412,8 @@ async fn in_session(routing: &Routing, request: Request<Incoming>, session: &str
     }
 }
 
-/// A POST outside any session: an `initialize` (anything else rmcp
+/// A POST outside any session: an `initialize`, or a stateless request
+/// (2026-07-28), which rmcp serves without a session (anything else rmcp
 /// refuses). Capped by `max_sessions` and by the principal's quota (at
 /// which its least recently used idle session ends instead); its body is
 /// read here to learn the protocol version it asks for.
@@ -399,7 +421,10 @@ async fn new_session(routing: &Routing, principal: &Principal, request: Request<
     // A cheap first look, before the body is read: a flood is refused
     // without reading what it sends (unless one of the principal's own
     // sessions could make room).
-    if !routing.owners.at_quota(&principal.0) {
+    // A request that names 2026-07-28 in its header opens no session
+    // (unless its body is an `initialize` after all, checked below).
+    let stateless = priming::version_of(request.headers(), None).as_str() >= STATELESS_SINCE;
+    if !stateless && !routing.owners.at_quota(&principal.0) {
         if let Some(refused) = refuse_if_full(routing).await {
             return refused;
         }
@@ -573,6 +598,23 @@ mod tests {
         assert_eq!(sweep_every(Duration::from_secs(600)), Duration::from_secs(5));
         assert_eq!(sweep_every(Duration::from_secs(2)), Duration::from_millis(500));
         assert_eq!(sweep_every(Duration::ZERO), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_loopback_server_allows_its_own_origin_only() {
+        let local: SocketAddr = "127.0.0.1:4711".parse().unwrap();
+        let allowed = allowed_origins(&["https://app.example".into()], Some(local));
+        assert_eq!(
+            allowed,
+            [
+                "https://app.example",
+                "http://127.0.0.1:4711",
+                "http://localhost:4711"
+            ]
+        );
+        let v6: SocketAddr = "[::1]:80".parse().unwrap();
+        assert!(allowed_origins(&[], Some(v6)).contains(&"http://[::1]:80".to_string()));
+        assert!(allowed_origins(&[], None).is_empty());
     }
 
     #[test]

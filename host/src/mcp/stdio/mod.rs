@@ -121,7 +121,8 @@ fn answer_unanswered(output: &Output, rmcp_ids: &RmcpIds) {
 }
 
 /// One stdio session as rmcp runs it; direct calls start once it is
-/// initialized and are closed when it ends.
+/// initialized (never in a stateless 2026-07-28 session, whose every
+/// request rmcp checks) and are closed when it ends.
 async fn session(
     server: ToolhostServer,
     transport: AsyncRwTransport<rmcp::RoleServer, Relay, RmcpOutput>,
@@ -138,7 +139,9 @@ async fn session(
         },
         _ = shutdown.cancelled() => return Ok(()),
     };
-    router.start_direct_calls(running.peer().clone());
+    if crate::mcp::adapter::direct_calls_allowed(running.peer()) {
+        router.start_direct_calls(running.peer().clone());
+    }
     let stop = running.cancellation_token();
     let watcher = tokio::spawn(async move {
         shutdown.cancelled().await;
