@@ -15,26 +15,22 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod alias;
-pub mod cancel;
+// The plan layer, under the module names the host has always used.
+pub use toolhost_plan::{alias, cancel, context, escape, governance, plan, private_file, progress, tool};
+
+pub mod audit;
 pub mod cli;
-pub mod context;
-pub mod escape;
 pub mod events;
-pub mod governance;
 pub mod host;
 pub mod isolate;
 pub mod loader;
 pub mod logging;
 pub mod mcp;
 pub mod pipeline;
-pub mod plan;
-pub mod private_file;
-pub mod progress;
 pub mod registry;
-pub mod session;
+// Sessions end with the host's modules: they live beside it.
+pub use host::session;
 pub mod source;
 pub mod state;
 pub mod surface;
 pub mod term;
-pub mod tool;

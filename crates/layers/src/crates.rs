@@ -57,6 +57,13 @@ pub const LAYERS: &[Layer] = &[
         members: &[Member::Name("toolhost-supervise")],
         may_use: &["sync", "core"],
     },
+    // The host's bottom layer: the plan, checked, and the vocabulary of a
+    // call (a mounted tool, its context). No backend, pipeline or front door.
+    Layer {
+        name: "plan",
+        members: &[Member::Name("toolhost-plan")],
+        may_use: &["sync", "core"],
+    },
     // Tool modules know only the contract: never the host.
     Layer {
         name: "modules",
@@ -72,7 +79,7 @@ pub const LAYERS: &[Layer] = &[
     Layer {
         name: "host",
         members: &[Member::Name("toolhost")],
-        may_use: &["sync", "core", "supervise"],
+        may_use: &["sync", "core", "supervise", "plan"],
     },
     Layer {
         name: "tools",
@@ -81,7 +88,7 @@ pub const LAYERS: &[Layer] = &[
             Member::Name("toolhost-bench"),
             Member::Name("toolhost-layers"),
         ],
-        may_use: &["sync", "testkit", "core", "supervise", "modules", "host"],
+        may_use: &["sync", "testkit", "core", "supervise", "plan", "modules", "host"],
     },
 ];
 

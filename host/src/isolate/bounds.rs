@@ -10,83 +10,11 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::frame::{Frame, Kind};
 
-/// `[host.worker_limits]`: what one isolated module's worker may send.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkerLimits {
-    /// The longest frame (one protocol line), in bytes. A result larger
-    /// than this cannot cross; the default matches the MCP transports' own
-    /// cap on one message.
-    #[serde(default = "default_max_frame_bytes")]
-    pub max_frame_bytes: usize,
-    /// Frames (progress and log lines) one call may send.
-    #[serde(default = "default_max_frames_per_call")]
-    pub max_frames_per_call: u64,
-    /// Frames of any kind in one second.
-    #[serde(default = "default_max_frames_per_second")]
-    pub max_frames_per_second: u64,
-    /// Log lines one call may send.
-    #[serde(default = "default_max_log_lines_per_call")]
-    pub max_log_lines_per_call: u64,
-    /// Log lines in one second.
-    #[serde(default = "default_max_log_lines_per_second")]
-    pub max_log_lines_per_second: u64,
-    /// Events emitted in one second.
-    #[serde(default = "default_max_events_per_second")]
-    pub max_events_per_second: u64,
-    /// Distinct event names the module may contribute, over the host's
-    /// life (the host keeps every name it is given).
-    #[serde(default = "default_max_event_names")]
-    pub max_event_names: u64,
-    /// The longest event name it may contribute, in bytes.
-    #[serde(default = "default_max_event_name_bytes")]
-    pub max_event_name_bytes: u64,
-}
-
-impl Default for WorkerLimits {
-    fn default() -> Self {
-        WorkerLimits {
-            max_frame_bytes: default_max_frame_bytes(),
-            max_frames_per_call: default_max_frames_per_call(),
-            max_frames_per_second: default_max_frames_per_second(),
-            max_log_lines_per_call: default_max_log_lines_per_call(),
-            max_log_lines_per_second: default_max_log_lines_per_second(),
-            max_events_per_second: default_max_events_per_second(),
-            max_event_names: default_max_event_names(),
-            max_event_name_bytes: default_max_event_name_bytes(),
-        }
-    }
-}
-
-fn default_max_frame_bytes() -> usize {
-    16 * 1024 * 1024
-}
-fn default_max_frames_per_call() -> u64 {
-    200_000
-}
-fn default_max_frames_per_second() -> u64 {
-    50_000
-}
-fn default_max_log_lines_per_call() -> u64 {
-    50_000
-}
-fn default_max_log_lines_per_second() -> u64 {
-    5_000
-}
-fn default_max_events_per_second() -> u64 {
-    5_000
-}
-fn default_max_event_names() -> u64 {
-    1_000
-}
-fn default_max_event_name_bytes() -> u64 {
-    256
-}
+pub use toolhost_plan::plan::limits::WorkerLimits;
 
 /// A cap the worker went past.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -24,10 +24,11 @@
 //! rest (`?` on `Result<_, ToolResult>`). [`idempotency`] sits between
 //! policy and execute: a replay is still subject to the plan.
 
-pub mod audit;
-pub mod audit_file;
-pub mod audit_sink;
-pub mod audit_verify;
+// The audit log sits below the pipeline (the host opens it), and its sink
+// below the state stores (PostgreSQL is one); their old paths stay.
+pub use crate::audit;
+pub use crate::audit::{file as audit_file, verify as audit_verify};
+pub use crate::state::audit_sink;
 mod batch;
 pub mod execute;
 pub mod handoff;

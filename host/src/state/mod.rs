@@ -15,8 +15,9 @@
 //! recording the result: the tool may or may not have acted, so the key is
 //! refused (`idempotency_unknown_outcome`) until it expires, never run again.
 
-pub mod canonical;
-pub mod config;
+pub use toolhost_plan::canonical;
+pub use toolhost_plan::plan::state_config as config;
+pub mod audit_sink;
 pub mod embedded;
 pub mod postgres;
 

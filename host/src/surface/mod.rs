@@ -1,6 +1,8 @@
 //! What a caller sees of the mounted tools, and how much of its context
 //! that costs:
 //!
+//! - [`convert`]: tools and results in MCP's form, as `tools/list` and
+//!   `tools/call` answer them;
 //! - [`pin`]: `toolhost.lock` holds back a foreign tool whose definition
 //!   changed since it was reviewed (`tool_changed`);
 //! - [`toolsets`]: named subsets, selected per server, client or grant
@@ -14,12 +16,13 @@
 //! A tool a principal's grants do not cover is never listed, found or
 //! callable, whatever the toolset or discovery mode.
 
-pub mod fingerprint;
+pub mod convert;
+pub use toolhost_plan::fingerprint;
 pub mod host_tools;
 pub mod outputs;
-pub mod pin;
+pub use toolhost_plan::pin;
 pub mod search;
-pub mod toolsets;
+pub use toolhost_plan::toolsets;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -138,11 +141,11 @@ impl Surface {
         let mut listed: Vec<rmcp::model::Tool> = Vec::new();
         if searching {
             if let Some(tool) = self.host_tool(host, host_tools::TOOL_SEARCH) {
-                listed.push(crate::mcp::convert::tool(&tool.spec));
+                listed.push(convert::tool(&tool.spec));
             }
         }
         listed.extend(
-            crate::mcp::convert::tools(host)
+            convert::tools(host)
                 .into_iter()
                 .filter(|t| !searching || self.always_on.is_match(t.name.as_ref()))
                 .filter(|t| {
@@ -206,7 +209,7 @@ impl Surface {
                 let found = self.search(host, viewer, query, limit);
                 let tools: Vec<Value> = found
                     .iter()
-                    .map(|t| serde_json::to_value(crate::mcp::convert::tool(&t.spec)).unwrap_or(Value::Null))
+                    .map(|t| serde_json::to_value(convert::tool(&t.spec)).unwrap_or(Value::Null))
                     .collect();
                 ToolResult::success(id, json!({ "total": tools.len(), "tools": tools }))
             }

@@ -8,42 +8,7 @@
 //! message's size is bounded below this, by the MCP transports themselves
 //! (16 MiB a line over stdio, a JSON body or an SSE event over HTTP).
 
-use serde::Deserialize;
-
-/// `[host.mcp_limits]`: what one mounted server's tool list may be.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpLimits {
-    /// Tools one server may offer.
-    #[serde(default = "default_max_tools")]
-    pub max_tools: usize,
-    /// Pages one `tools/list` walk may take.
-    #[serde(default = "default_max_list_pages")]
-    pub max_list_pages: u64,
-    /// Bytes of tool definitions (as JSON) one walk may bring.
-    #[serde(default = "default_max_list_bytes")]
-    pub max_list_bytes: u64,
-}
-
-impl Default for McpLimits {
-    fn default() -> Self {
-        McpLimits {
-            max_tools: default_max_tools(),
-            max_list_pages: default_max_list_pages(),
-            max_list_bytes: default_max_list_bytes(),
-        }
-    }
-}
-
-fn default_max_tools() -> usize {
-    1_000
-}
-fn default_max_list_pages() -> u64 {
-    100
-}
-fn default_max_list_bytes() -> u64 {
-    8 * 1024 * 1024
-}
+pub use toolhost_plan::plan::limits::McpLimits;
 
 /// The cap a `tools/list` walk went past.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

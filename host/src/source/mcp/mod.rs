@@ -89,7 +89,7 @@ fn tools_of(
     info: &Arc<ModuleInfo>,
     listed: &[rmcp::model::Tool],
 ) -> Vec<Arc<MountedTool>> {
-    let lock = crate::surface::pin::lock_for(plan);
+    let lock = toolhost_plan::pin::lock_for(plan);
     listed
         .iter()
         .map(|tool| {
@@ -100,7 +100,15 @@ fn tools_of(
                 name: name.clone(),
             });
             let mounted = MountedTool::new(public, name, info.clone(), backend);
-            crate::surface::pin::mark(server.source(), &info.name, tool, &mounted, &lock);
+            let fingerprint = toolhost_plan::pin::Fingerprint::of(tool);
+            toolhost_plan::pin::mark(
+                server.source(),
+                &info.name,
+                &tool.name,
+                fingerprint,
+                &mounted,
+                &lock,
+            );
             Arc::new(mounted)
         })
         .collect()

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::pipeline::audit_sink::{AuditSink, AuditSinkError};
+use crate::state::audit_sink::{AuditSink, AuditSinkError};
 
 use super::super::StateError;
 use super::{db_error, wait, Connector};

@@ -91,7 +91,7 @@ where
 }
 
 /// Runs `fut` on the background runtime and blocks this thread for its
-/// answer (for synchronous callers such as [`crate::pipeline::audit_sink::AuditSink`]).
+/// answer (for synchronous callers such as [`crate::state::audit_sink::AuditSink`]).
 fn wait<T, F>(fut: F) -> Result<T, StateError>
 where
     T: Send + 'static,

@@ -8,14 +8,17 @@ pub mod control_plane;
 mod discover;
 mod entry_error;
 mod env_expand;
+pub mod limits;
 mod mcp_error;
 mod module_path;
 #[cfg(test)]
 mod props;
 mod ready;
-pub(crate) mod schema;
+pub mod schema;
+pub mod state_config;
 pub mod state_dir;
 pub mod trust;
+pub mod version_pin;
 
 use std::path::{Path, PathBuf};
 
@@ -59,7 +62,7 @@ pub struct Plan {
     /// Principals, grants and the host principal (issue #16).
     pub governance: crate::governance::Governance,
     /// `[[toolsets]]`, parsed.
-    pub toolsets: Vec<crate::surface::toolsets::Toolset>,
+    pub toolsets: Vec<crate::toolsets::Toolset>,
     /// Secret files outside the state folder (a `serve --token-file`),
     /// protected like the state folder; see [`control_plane`].
     pub secret_files: Vec<PathBuf>,
@@ -211,7 +214,7 @@ pub enum PlanError {
         /// The plan file.
         file: PathBuf,
         /// Which key, and why.
-        error: crate::state::config::ConfigError,
+        error: crate::plan::state_config::ConfigError,
     },
     /// A principal, grant, redaction pattern or version pin that cannot be
     /// used.
@@ -228,7 +231,7 @@ pub enum PlanError {
         /// The plan file.
         file: PathBuf,
         /// Which entry, and why.
-        error: crate::surface::toolsets::ToolsetError,
+        error: crate::toolsets::ToolsetError,
     },
 }
 
@@ -388,7 +391,7 @@ impl Plan {
         for value in [&mut host.state_url, &mut host.host_id].into_iter().flatten() {
             *value = env_expand::expand_str(value).map_err(env)?;
         }
-        crate::state::config::check(&host).map_err(|error| PlanError::State {
+        crate::plan::state_config::check(&host).map_err(|error| PlanError::State {
             file: file.to_path_buf(),
             error,
         })?;
@@ -417,8 +420,8 @@ impl Plan {
                 return Err(invalid(format!("host.always_on: {e}")));
             }
         }
-        let toolsets = crate::surface::toolsets::parse(&raw.toolsets)
-            .and_then(|t| crate::surface::toolsets::expand_grants(&t, raw.grants).map(|g| (t, g)));
+        let toolsets = crate::toolsets::parse(&raw.toolsets)
+            .and_then(|t| crate::toolsets::expand_grants(&t, raw.grants).map(|g| (t, g)));
         let (toolsets, grants) = toolsets.map_err(|error| PlanError::Toolsets {
             file: file.to_path_buf(),
             error,
@@ -427,9 +430,9 @@ impl Plan {
             raw.principals,
             &grants,
             host.principal.as_deref(),
-            &raw.policy,
             &host.redact,
         )
+        .and_then(|governance| version_pin::check(&raw.policy).map(|()| governance))
         .map_err(|error| PlanError::Governance {
             file: file.to_path_buf(),
             error,
@@ -553,7 +556,7 @@ fn expand_home(path: &str) -> PathBuf {
 /// exist yet and batch keys name files that may not exist yet, so
 /// `canonicalize` is not an option for either. One engine with the SDK's
 /// protected-path check, so both read a path the same way.
-pub(crate) use toolhost_core::protected::normalize;
+pub use toolhost_core::protected::normalize;
 
 #[cfg(test)]
 mod tests {

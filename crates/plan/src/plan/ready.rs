@@ -7,8 +7,8 @@
 
 /// Every ready plan, by template name (the file's stem), default first.
 pub const READY_PLANS: &[(&str, &str)] = &[
-    ("default", include_str!("../../../mount-plans/default.toml")),
-    ("readonly", include_str!("../../../mount-plans/readonly.toml")),
+    ("default", include_str!("../../../../mount-plans/default.toml")),
+    ("readonly", include_str!("../../../../mount-plans/readonly.toml")),
 ];
 
 /// The text of the ready plan called `name`, if there is one.
@@ -27,7 +27,7 @@ mod tests {
     /// built-in default drift from the files the tests load.
     #[test]
     fn every_file_in_mount_plans_is_embedded_verbatim() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../mount-plans");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../mount-plans");
         let mut files = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();

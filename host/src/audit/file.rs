@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use super::audit_sink::{AuditSink, AuditSinkError, Torn};
+use crate::state::audit_sink::{AuditSink, AuditSinkError, Torn};
 
 /// Set by SIGHUP: the next append reopens the path whatever it is.
 static REOPEN: AtomicBool = AtomicBool::new(false);
@@ -313,7 +313,7 @@ fn tail_state(file: &File) -> std::io::Result<(Option<Torn>, bool)> {
     }
     Ok((
         Some(Torn {
-            sha256: super::audit::sha256_hex(&fragment),
+            sha256: super::sha256_hex(&fragment),
             bytes: fragment.len() as u64,
         }),
         false,

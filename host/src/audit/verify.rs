@@ -37,7 +37,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::audit::{sha256_hex, GENESIS, RESTART_EVENT};
+use super::{sha256_hex, GENESIS, RESTART_EVENT};
 
 /// Where the chain stands after a verified prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]

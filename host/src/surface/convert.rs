@@ -88,11 +88,7 @@ fn object_schema() -> JsonObject {
 /// that care can tell `approval_required` from `timeout`.
 pub fn call_result(result: ToolResult) -> CallToolResult {
     let meta = meta(&result);
-    let link = result
-        .metadata
-        .extra
-        .get(crate::surface::outputs::LINK_KEY)
-        .cloned();
+    let link = result.metadata.extra.get(super::outputs::LINK_KEY).cloned();
     let mut out = if result.success {
         let content = if result.content.is_empty() {
             vec![ContentBlock::text(text_of(&result.output))]
@@ -121,8 +117,7 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
         CallToolResult::error(content)
     };
     // An over-limit output kept whole: a `resource_link` to it.
-    out.content
-        .extend(crate::surface::outputs::mcp_blocks(link.as_ref()));
+    out.content.extend(super::outputs::mcp_blocks(link.as_ref()));
     out.meta = Some(meta);
     out
 }

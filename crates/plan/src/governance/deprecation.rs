@@ -9,7 +9,6 @@ use toolhost_core::wire::Deprecation;
 use toolhost_core::{Status, ToolResult};
 
 use super::SunsetError;
-use crate::plan::Plan;
 use crate::tool::MountedTool;
 
 /// The refusal code of a tool past its sunset.
@@ -79,35 +78,4 @@ pub fn check(tool: &MountedTool, id: &str) -> Result<Option<Value>, ToolResult> 
         .with_details(notice));
     }
     Ok(Some(notice))
-}
-
-/// Where a tool's version misses the plan's `[policy.tools.X] version` pin.
-pub fn pin_problem(plan: &Plan, tool: &MountedTool) -> Option<String> {
-    let (name, req) = tool.names().find_map(|n| {
-        plan.policy
-            .tools
-            .get(n)
-            .and_then(|r| r.version.as_ref())
-            .map(|v| (n, v))
-    })?;
-    let req = match semver::VersionReq::parse(req) {
-        Ok(req) => req,
-        Err(e) => {
-            return Some(format!(
-                "[policy.tools.{name}] version '{req}' is not a semver requirement: {e}"
-            ))
-        }
-    };
-    match semver::Version::parse(&tool.spec.version) {
-        Ok(v) if req.matches(&v) => None,
-        Ok(v) => Some(format!(
-            "[policy.tools.{name}] version = \"{req}\", but the mounted '{}' is {v}",
-            tool.name()
-        )),
-        Err(_) => Some(format!(
-            "[policy.tools.{name}] version = \"{req}\", but '{}' has no semver version ('{}')",
-            tool.name(),
-            tool.spec.version
-        )),
-    }
 }

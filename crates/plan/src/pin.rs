@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use super::fingerprint::{Fingerprint, Pin};
+pub use crate::fingerprint::{Fingerprint, Pin};
 use crate::plan::{McpSource, Plan};
 
 /// The lock's file name, beside the plan.
@@ -198,15 +198,15 @@ impl Lock {
 pub fn mark(
     mcp: &McpSource,
     label: &str,
-    listed: &rmcp::model::Tool,
+    listed: &str,
+    fingerprint: Fingerprint,
     mounted: &crate::tool::MountedTool,
     lock: &Result<Option<Lock>, String>,
 ) {
     let source = source_key(mcp);
-    let fingerprint = Fingerprint::of(listed);
     let held = match lock {
         Ok(None) => None,
-        Ok(Some(lock)) => match lock.verdict(&source, label, &listed.name, &fingerprint) {
+        Ok(Some(lock)) => match lock.verdict(&source, label, listed, &fingerprint) {
             Verdict::Held(why) => Some(why),
             Verdict::Pinned | Verdict::Unpinned => None,
         },
@@ -216,7 +216,7 @@ pub fn mark(
     };
     mounted.set_pin(Pin {
         source,
-        tool: listed.name.to_string(),
+        tool: listed.to_string(),
         fingerprint,
         held,
     });

@@ -133,7 +133,7 @@ pub struct MountedTool {
     validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
     output_validator: OnceLock<Option<Result<jsonschema::Validator, SchemaError>>>,
     /// A foreign tool's fingerprint and whether `toolhost.lock` holds it back.
-    pin: OnceLock<crate::surface::fingerprint::Pin>,
+    pin: OnceLock<crate::fingerprint::Pin>,
 }
 
 impl MountedTool {
@@ -156,12 +156,12 @@ impl MountedTool {
     }
 
     /// Records the tool's pin (once, from its source's list walk).
-    pub fn set_pin(&self, pin: crate::surface::fingerprint::Pin) {
+    pub fn set_pin(&self, pin: crate::fingerprint::Pin) {
         let _ = self.pin.set(pin);
     }
 
     /// Its pin, when it is a foreign (MCP) tool.
-    pub fn pin(&self) -> Option<&crate::surface::fingerprint::Pin> {
+    pub fn pin(&self) -> Option<&crate::fingerprint::Pin> {
         self.pin.get()
     }
 

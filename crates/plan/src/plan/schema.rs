@@ -27,7 +27,7 @@ pub(super) struct PlanFile {
     pub grants: Vec<crate::governance::grants::GrantEntry>,
     /// `[[toolsets]]`: named subsets of the tools (see `surface::toolsets`).
     #[serde(default)]
-    pub toolsets: Vec<crate::surface::toolsets::ToolsetEntry>,
+    pub toolsets: Vec<crate::toolsets::ToolsetEntry>,
 }
 
 /// `[host]`: settings of the host itself.
@@ -86,7 +86,7 @@ pub struct HostSection {
     pub principal: Option<String>,
     /// `[host.redact]`: the output guardrail (issue #16).
     #[serde(default)]
-    pub redact: crate::governance::redact::RedactSection,
+    pub redact: crate::redact::RedactSection,
     /// `serve --http`: MCP sessions one principal may hold at once (at
     /// least 1). At the quota, a new `initialize` ends that principal's
     /// least recently used idle session instead of being refused, so one
@@ -97,11 +97,11 @@ pub struct HostSection {
     /// `[host.worker_limits]`: caps on what an isolated module's worker may
     /// send (frames, log lines, events); past one the worker is killed.
     #[serde(default)]
-    pub worker_limits: crate::isolate::bounds::WorkerLimits,
+    pub worker_limits: crate::plan::limits::WorkerLimits,
     /// `[host.mcp_limits]`: caps on a mounted MCP server's tool list (tools,
     /// and the pages and bytes of one `tools/list` walk).
     #[serde(default)]
-    pub mcp_limits: crate::source::mcp::bounds::McpLimits,
+    pub mcp_limits: crate::plan::limits::McpLimits,
     // Surface: what a client sees of the tools (see the `surface` module).
     /// `"all"` lists every tool; `"search"` lists `tool_search` and the
     /// `always_on` tools, and every tool stays callable by name.

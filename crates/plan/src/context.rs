@@ -55,7 +55,7 @@ impl FfiContext for CallContext {
 /// Milliseconds left before `deadline`, as the ABI's `remaining_ms` answers
 /// it: `NO_DEADLINE` when there is none, never `NO_DEADLINE` when there is.
 /// Shared by the in-process context and an isolated worker's.
-pub(crate) fn remaining_ms(deadline: Option<Instant>) -> u64 {
+pub fn remaining_ms(deadline: Option<Instant>) -> u64 {
     match deadline {
         Some(d) => {
             u64::try_from(d.saturating_duration_since(Instant::now()).as_millis()).unwrap_or(NO_DEADLINE - 1)
@@ -68,7 +68,7 @@ pub(crate) fn remaining_ms(deadline: Option<Instant>) -> u64 {
 /// the call, when there is one), redacted and escaped to one line.
 pub fn log_line(module: &str, call: Option<&str>, lvl: u8, message: &str) {
     let call = call.unwrap_or("");
-    let message = crate::governance::redact::log_message(message);
+    let message = crate::redact::log_message(message);
     match lvl {
         level::ERROR => tracing::error!(target: "toolhost::module", module, call, "{message}"),
         level::WARN => tracing::warn!(target: "toolhost::module", module, call, "{message}"),

@@ -7,12 +7,10 @@ pub mod deprecation;
 mod error;
 pub mod grants;
 pub mod principals;
-pub mod redact;
+pub use crate::redact;
 pub mod request;
 
 pub use error::{GovernanceError, GrantProblem, PrincipalProblem, RequestIdError, SunsetError};
-
-use crate::plan::schema::PolicySection;
 
 /// The plan's governance, checked.
 #[derive(Debug, Clone, Default)]
@@ -26,12 +24,12 @@ pub struct Governance {
 }
 
 impl Governance {
-    /// Checks the plan's principals, grants and version pins.
+    /// Checks the plan's principals and grants (the plan checks its own
+    /// version pins).
     pub fn from_plan(
         principals: Vec<principals::PrincipalEntry>,
         grants: &[grants::GrantEntry],
         host_principal: Option<&str>,
-        policy: &PolicySection,
         redact: &redact::RedactSection,
     ) -> Result<Governance, GovernanceError> {
         redact.check()?;
@@ -45,15 +43,6 @@ impl Governance {
                     principal: grant.principal.clone(),
                     host_principal,
                 });
-            }
-        }
-        for (name, rule) in &policy.tools {
-            if let Some(req) = &rule.version {
-                semver::VersionReq::parse(req).map_err(|error| GovernanceError::VersionPin {
-                    tool: name.clone(),
-                    requirement: req.clone(),
-                    error,
-                })?;
             }
         }
         Ok(Governance {

@@ -6,10 +6,13 @@
 //! Records form a hash chain: each carries `seq` (one more than the
 //! previous record's) and `prev_sha256`, the SHA-256 of the previous
 //! record's line exactly as stored. `toolhost audit verify` walks the chain
-//! ([`super::audit_verify`]). The log computes the link and serializes the
+//! ([`verify`]). The log computes the link and serializes the
 //! record once, under its lock, then hands the line to its sink
 //! ([`AuditSink`]): the JSONL file by default ([`FileSink`]), chosen in one
 //! place, [`sink_for`].
+
+pub mod file;
+pub mod verify;
 
 use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -18,9 +21,9 @@ use serde::Serialize;
 use serde_json::Value;
 use toolhost_core::RequestContext;
 
-use super::audit_file::FileSink;
-use super::audit_sink::{AuditSink, AuditSinkError};
 use crate::plan::schema::HostSection;
+use crate::state::audit_sink::{AuditSink, AuditSinkError};
+use file::FileSink;
 
 /// The `prev_sha256` of the first record of a chain.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -262,7 +265,7 @@ impl Chain {
     }
 
     /// Closes a torn fragment with the restart record naming it.
-    fn restart(&mut self, torn: &super::audit_sink::Torn) -> Result<(), AuditSinkError> {
+    fn restart(&mut self, torn: &crate::state::audit_sink::Torn) -> Result<(), AuditSinkError> {
         let line = self.link(&RestartRecord {
             ts_unix_ms: now_ms(),
             event: RESTART_EVENT,

@@ -84,7 +84,7 @@ impl Directory {
                 (_, Some(hex)) => Some(hex.to_ascii_lowercase()),
                 (Some(var), None) => match std::env::var(var) {
                     Ok(token) if !token.trim().is_empty() => {
-                        Some(crate::state::canonical::sha256_hex(token.trim().as_bytes()))
+                        Some(crate::canonical::sha256_hex(token.trim().as_bytes()))
                     }
                     _ => {
                         warnings.push(format!(
@@ -111,7 +111,7 @@ impl Directory {
     /// The principal whose token this is. Every digest is compared (no
     /// early exit), so timing does not tell which principal came close.
     pub fn identify(&self, token: &str) -> Option<&str> {
-        let digest = crate::state::canonical::sha256_hex(token.as_bytes());
+        let digest = crate::canonical::sha256_hex(token.as_bytes());
         let mut found = None;
         for (name, known) in &self.digests {
             if same(digest.as_bytes(), known.as_bytes()) && found.is_none() {
@@ -124,7 +124,7 @@ impl Directory {
 
 /// Compares without stopping at the first difference, so response times do
 /// not reveal how much of a guess was right.
-pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+pub fn same(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
     for (i, x) in a.iter().enumerate() {
         diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));

@@ -1,6 +1,8 @@
 //! The host: a plan's modules, mounted in order, their tools in a registry,
 //! and cleanup in reverse order on exit.
 
+pub mod session;
+
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -86,7 +88,7 @@ pub struct Host {
     tools_changed: Arc<Mutex<Vec<ToolsObserver>>>,
     /// The audit log (issue #16: opened at load, so a log that cannot be
     /// written fails `check` and the mount).
-    pub audit: Option<Arc<crate::pipeline::audit::AuditLog>>,
+    pub audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 /// Called after the registry took a source's new tool list.
@@ -133,9 +135,9 @@ impl Host {
                 return (host, reports);
             }
         }
-        match crate::pipeline::audit::sink_for(&host.plan.host).and_then(|sink| {
+        match crate::audit::sink_for(&host.plan.host).and_then(|sink| {
             let id = crate::state::config::host_id(&host.plan.host);
-            sink.map(|s| crate::pipeline::audit::AuditLog::open(s, host.plan.host.audit_inputs, &id))
+            sink.map(|s| crate::audit::AuditLog::open(s, host.plan.host.audit_inputs, &id))
                 .transpose()
         }) {
             Ok(log) => host.audit = log.map(Arc::new),
@@ -190,7 +192,7 @@ impl Host {
             reports.push(report);
         }
         for tool in host.tools() {
-            if let Some(problem) = crate::governance::deprecation::pin_problem(&host.plan, &tool) {
+            if let Some(problem) = crate::plan::version_pin::pin_problem(&host.plan, &tool) {
                 let mut report = ModuleReport::new("[policy]".into());
                 report.error = Some(problem);
                 reports.push(report);

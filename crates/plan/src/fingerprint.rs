@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::state::canonical::digest;
+use crate::canonical::digest;
 
 /// The hashed parts of one tool's definition (hex SHA-256 of each part's
 /// canonical JSON), so a difference can say which part changed.
@@ -22,8 +22,9 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
-    /// The fingerprint of an MCP tool definition as the server sent it.
-    pub fn of(tool: &rmcp::model::Tool) -> Fingerprint {
+    /// The fingerprint of an MCP tool definition as the server sent it
+    /// (an `rmcp::model::Tool`; any value serializing to its JSON form).
+    pub fn of(tool: &impl Serialize) -> Fingerprint {
         let json = serde_json::to_value(tool).unwrap_or(Value::Null);
         let part = |key: &str| digest(json.get(key).unwrap_or(&Value::Null));
         let annotations = serde_json::json!({
