@@ -6,6 +6,12 @@
 //!
 //! The binary (`toolhost`) is a thin CLI over this library; tests and
 //! benchmarks drive the same [`pipeline::Pipeline`] in-process.
+//!
+//! This crate is the top layer, the front doors: the MCP server ([`mcp`],
+//! stdio and streamable HTTP) and the CLI ([`cli`]). The engine below it
+//! (`toolhost-engine`) and the plan layer (`toolhost-plan`) are re-exported
+//! under their old module names, so `toolhost::pipeline::Pipeline` still
+//! names the pipeline.
 
 // Pipeline stages return `Result<_, ToolResult>`: a refusal *is* the
 // finished result, which the rest of the pipeline passes through untouched.
@@ -15,22 +21,15 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-// The plan layer, under the module names the host has always used.
-pub use toolhost_plan::{alias, cancel, context, escape, governance, plan, private_file, progress, tool};
+// The layers below, under the module names the host has always used: the
+// plan layer and the engine. This crate adds the front doors (the MCP
+// server and the CLI) on top.
+pub use toolhost_engine::{
+    alias, audit, cancel, context, escape, events, governance, host, isolate, loader, pipeline, plan,
+    private_file, progress, registry, session, source, state, surface, tool,
+};
 
-pub mod audit;
 pub mod cli;
-pub mod events;
-pub mod host;
-pub mod isolate;
-pub mod loader;
 pub mod logging;
 pub mod mcp;
-pub mod pipeline;
-pub mod registry;
-// Sessions end with the host's modules: they live beside it.
-pub use host::session;
-pub mod source;
-pub mod state;
-pub mod surface;
 pub mod term;

@@ -64,6 +64,13 @@ pub const LAYERS: &[Layer] = &[
         members: &[Member::Name("toolhost-plan")],
         may_use: &["sync", "core"],
     },
+    // The host's middle layer: state and audit, the backends, the mounted
+    // host, the surface and the pipeline. No front door (MCP server, CLI).
+    Layer {
+        name: "engine",
+        members: &[Member::Name("toolhost-engine")],
+        may_use: &["sync", "core", "supervise", "plan"],
+    },
     // Tool modules know only the contract: never the host.
     Layer {
         name: "modules",
@@ -79,7 +86,7 @@ pub const LAYERS: &[Layer] = &[
     Layer {
         name: "host",
         members: &[Member::Name("toolhost")],
-        may_use: &["sync", "core", "supervise", "plan"],
+        may_use: &["sync", "core", "supervise", "plan", "engine"],
     },
     Layer {
         name: "tools",
@@ -88,7 +95,16 @@ pub const LAYERS: &[Layer] = &[
             Member::Name("toolhost-bench"),
             Member::Name("toolhost-layers"),
         ],
-        may_use: &["sync", "testkit", "core", "supervise", "plan", "modules", "host"],
+        may_use: &[
+            "sync",
+            "testkit",
+            "core",
+            "supervise",
+            "plan",
+            "engine",
+            "modules",
+            "host",
+        ],
     },
 ];
 
