@@ -21,8 +21,8 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-// The layers below, under the module names the host has always used: the
-// plan layer and the engine. This crate adds the front doors (the MCP
+// The layers below, under the module names the host has always used (the
+// engine re-exports the plan, state and backend layers). This crate adds the front doors (the MCP
 // server and the CLI) on top.
 pub use toolhost_engine::{
     alias, audit, cancel, context, escape, events, governance, host, isolate, loader, pipeline, plan,

@@ -1,19 +1,17 @@
-//! # toolhost-engine: the host's middle layer
+//! # toolhost-engine: the host's pipeline layer
 //!
-//! Its one job: mount a plan's tool sources and run every call through one
+//! Its one job: hold a plan's mounted tools and run every call through one
 //! pipeline (resolve, validate, policy, hooks, schedule, execute,
-//! post-process, record). It holds, bottom up: the state stores
-//! ([`state`]) and the audit log ([`audit`]); the backends a tool runs in
-//! ([`loader`] for a library in the host, [`isolate`] for one in a worker
-//! process, [`source`] for a mounted MCP server) and the [`events`] they
-//! emit; the mounted host ([`host`], its [`registry`] of names and its
-//! [`session`]s); what a caller sees ([`surface`]); and the [`pipeline`].
+//! post-process, record). It holds, bottom up: the mounted host ([`host`],
+//! its [`registry`] of names and its [`session`]s), what a caller sees of
+//! it ([`surface`]), and the [`pipeline`].
 //!
-//! It may depend on `toolhost-plan` (re-exported here under the module
-//! names the engine has always used), `toolhost-supervise`,
-//! `toolhost-core` and `toolhost-sync`. It knows no front door: the MCP
-//! server and the CLI are the `toolhost` crate's, above it, and a `use` of
-//! them cannot compile here.
+//! It may depend on the layers below it: `toolhost-state` (the state
+//! stores and the audit log), `toolhost-backend` (where a tool runs),
+//! `toolhost-plan`, `toolhost-supervise`, `toolhost-core` and
+//! `toolhost-sync`; it re-exports them under the module names the host has
+//! always used. It knows no front door: the MCP server and the CLI are the
+//! `toolhost` crate's, above it, and a `use` of them cannot compile here.
 
 // Pipeline stages return `Result<_, ToolResult>`: a refusal *is* the
 // finished result, which the rest of the pipeline passes through untouched.
@@ -26,15 +24,13 @@
 // The plan layer, under the module names the host has always used.
 pub use toolhost_plan::{alias, cancel, context, escape, governance, plan, private_file, progress, tool};
 
-pub mod audit;
-pub mod events;
+// The state and backend layers, likewise.
+pub use toolhost_backend::{events, isolate, loader, source};
+pub use toolhost_state::{audit, state};
+
 pub mod host;
-pub mod isolate;
-pub mod loader;
 pub mod pipeline;
 pub mod registry;
-pub mod source;
-pub mod state;
 pub mod surface;
 
 // Sessions end with the host's modules: they live beside it.

@@ -64,12 +64,25 @@ pub const LAYERS: &[Layer] = &[
         members: &[Member::Name("toolhost-plan")],
         may_use: &["sync", "core"],
     },
-    // The host's middle layer: state and audit, the backends, the mounted
-    // host, the surface and the pipeline. No front door (MCP server, CLI).
+    // What outlives a call: the idempotency store and the audit log.
+    Layer {
+        name: "state",
+        members: &[Member::Name("toolhost-state")],
+        may_use: &["sync", "core", "plan"],
+    },
+    // Where a tool runs: in-process, in a worker process, a mounted MCP
+    // server. Beside the state layer, not above it: neither uses the other.
+    Layer {
+        name: "backend",
+        members: &[Member::Name("toolhost-backend")],
+        may_use: &["sync", "core", "supervise", "plan"],
+    },
+    // The mounted host, its surface and the pipeline. No front door (MCP
+    // server, CLI).
     Layer {
         name: "engine",
         members: &[Member::Name("toolhost-engine")],
-        may_use: &["sync", "core", "supervise", "plan"],
+        may_use: &["sync", "core", "supervise", "plan", "state", "backend"],
     },
     // Tool modules know only the contract: never the host.
     Layer {
@@ -86,7 +99,7 @@ pub const LAYERS: &[Layer] = &[
     Layer {
         name: "host",
         members: &[Member::Name("toolhost")],
-        may_use: &["sync", "core", "supervise", "plan", "engine"],
+        may_use: &["sync", "core", "supervise", "plan", "state", "backend", "engine"],
     },
     Layer {
         name: "tools",
