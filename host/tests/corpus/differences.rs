@@ -304,4 +304,4 @@ pub const DIFFERENCES: &[Difference] = &[
 const FLATTENED: &str = "a mounted MCP source turns every isError result into status `error`, \
                          code `tool_error`, the message text as output and no details; the served \
                          toolhost sends the real status, code and details in _meta.toolhost, \
-                         which the source does not read (host/src/source/mcp/convert.rs `result`)";
+                         which the source does not read (crates/backend/src/source/mcp/convert.rs `result`)";

@@ -1,4 +1,4 @@
--- Idempotency records shared by every host of a fleet (see host/src/state/mod.rs).
+-- Idempotency records shared by every host of a fleet (see crates/state/src/state/mod.rs).
 CREATE TABLE toolhost_idempotency (
     key text PRIMARY KEY,
     tool text NOT NULL,
