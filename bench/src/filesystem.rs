@@ -75,6 +75,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         cancel: CancelToken::new(),
         deadline: None,
         progress: None,
+        ask: None,
         module: "filesystem".into(),
         call_id: "b".into(),
     };

@@ -67,6 +67,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         cancel: CancelToken::new(),
         deadline: None,
         progress: None,
+        ask: None,
         module: "fixture".into(),
         call_id: "b".into(),
     };

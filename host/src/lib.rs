@@ -6,6 +6,12 @@
 //!
 //! The binary (`toolhost`) is a thin CLI over this library; tests and
 //! benchmarks drive the same [`pipeline::Pipeline`] in-process.
+//!
+//! This crate is the top layer, the front doors: the MCP server ([`mcp`],
+//! stdio and streamable HTTP) and the CLI ([`cli`]). The engine below it
+//! (`toolhost-engine`) and the plan layer (`toolhost-plan`) are re-exported
+//! under their old module names, so `toolhost::pipeline::Pipeline` still
+//! names the pipeline.
 
 // Pipeline stages return `Result<_, ToolResult>`: a refusal *is* the
 // finished result, which the rest of the pipeline passes through untouched.
@@ -15,27 +21,15 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod alias;
-pub mod ask;
-pub mod cancel;
+// The layers below, under the module names the host has always used (the
+// engine re-exports the plan, state and backend layers). This crate adds the front doors (the MCP
+// server and the CLI) on top.
+pub use toolhost_engine::{
+    alias, ask, audit, cancel, context, escape, events, governance, host, isolate, loader, pipeline,
+    plan, private_file, progress, registry, session, source, state, surface, tool,
+};
+
 pub mod cli;
-pub mod context;
-pub mod escape;
-pub mod events;
-pub mod governance;
-pub mod host;
-pub mod isolate;
-pub mod loader;
 pub mod logging;
 pub mod mcp;
-pub mod pipeline;
-pub mod plan;
-pub mod private_file;
-pub mod progress;
-pub mod registry;
-pub mod session;
-pub mod source;
-pub mod state;
-pub mod surface;
 pub mod term;
-pub mod tool;

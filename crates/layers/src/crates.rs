@@ -57,6 +57,33 @@ pub const LAYERS: &[Layer] = &[
         members: &[Member::Name("toolhost-supervise")],
         may_use: &["sync", "core"],
     },
+    // The host's bottom layer: the plan, checked, and the vocabulary of a
+    // call (a mounted tool, its context). No backend, pipeline or front door.
+    Layer {
+        name: "plan",
+        members: &[Member::Name("toolhost-plan")],
+        may_use: &["sync", "core"],
+    },
+    // What outlives a call: the idempotency store and the audit log.
+    Layer {
+        name: "state",
+        members: &[Member::Name("toolhost-state")],
+        may_use: &["sync", "core", "plan"],
+    },
+    // Where a tool runs: in-process, in a worker process, a mounted MCP
+    // server. Beside the state layer, not above it: neither uses the other.
+    Layer {
+        name: "backend",
+        members: &[Member::Name("toolhost-backend")],
+        may_use: &["sync", "core", "supervise", "plan"],
+    },
+    // The mounted host, its surface and the pipeline. No front door (MCP
+    // server, CLI).
+    Layer {
+        name: "engine",
+        members: &[Member::Name("toolhost-engine")],
+        may_use: &["sync", "core", "supervise", "plan", "state", "backend"],
+    },
     // Tool modules know only the contract: never the host.
     Layer {
         name: "modules",
@@ -72,7 +99,7 @@ pub const LAYERS: &[Layer] = &[
     Layer {
         name: "host",
         members: &[Member::Name("toolhost")],
-        may_use: &["sync", "core", "supervise"],
+        may_use: &["sync", "core", "supervise", "plan", "state", "backend", "engine"],
     },
     Layer {
         name: "tools",
@@ -81,7 +108,16 @@ pub const LAYERS: &[Layer] = &[
             Member::Name("toolhost-bench"),
             Member::Name("toolhost-layers"),
         ],
-        may_use: &["sync", "testkit", "core", "supervise", "modules", "host"],
+        may_use: &[
+            "sync",
+            "testkit",
+            "core",
+            "supervise",
+            "plan",
+            "engine",
+            "modules",
+            "host",
+        ],
     },
 ];
 

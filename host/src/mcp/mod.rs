@@ -12,7 +12,8 @@
 pub mod adapter;
 pub mod auth;
 pub mod cache_hints;
-pub mod convert;
+// How a tool and a result look in MCP: the surface lists tools in that form.
+pub use crate::surface::convert;
 pub mod elicit;
 pub mod handler;
 pub mod http;

@@ -63,6 +63,7 @@ pub fn call(
         cancel: cancel.clone(),
         deadline: Some(Instant::now() + deadline),
         progress: None,
+        ask: None,
         module: "validate".into(),
         call_id: call_id.clone(),
     };

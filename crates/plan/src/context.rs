@@ -1,0 +1,81 @@
+//! The host's side of the per-call context a running tool receives.
+
+use std::time::{Duration, Instant};
+
+use abi_stable::std_types::RStr;
+use serde_json::Value;
+use toolhost_core::abi::{level, FfiContext, NO_DEADLINE};
+
+use crate::cancel::CancelToken;
+pub use crate::progress::ProgressSink;
+
+/// Cancel token, deadline and callbacks for one call.
+pub struct CallContext {
+    /// Set on timeout, client cancel or shutdown.
+    pub cancel: CancelToken,
+    /// When the host stops waiting.
+    pub deadline: Option<Instant>,
+    /// Progress destination, if the caller asked for progress.
+    pub progress: Option<ProgressSink>,
+    /// Who answers the backend's requests for input, if the caller can.
+    pub ask: Option<crate::ask::Asker>,
+    /// Module name, for logs.
+    pub module: String,
+    /// Call id, for logs.
+    pub call_id: String,
+}
+
+impl FfiContext for CallContext {
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn wait_cancelled(&self, timeout_ms: u64) -> bool {
+        self.cancel.wait_blocking(Duration::from_millis(timeout_ms))
+    }
+
+    fn remaining_ms(&self) -> u64 {
+        remaining_ms(self.deadline)
+    }
+
+    fn progress(&self, json: RStr<'_>) {
+        if let Some(sink) = &self.progress {
+            let value = serde_json::from_str(json.as_str()).unwrap_or(Value::Null);
+            // A panic here would unwind into the module's frames and abort.
+            let run = std::panic::AssertUnwindSafe(|| sink(value));
+            if std::panic::catch_unwind(run).is_err() {
+                tracing::error!(call = %self.call_id, "a progress sink panicked");
+            }
+        }
+    }
+
+    fn log(&self, level: u8, message: RStr<'_>) {
+        log_line(&self.module, Some(&self.call_id), level, message.as_str());
+    }
+}
+
+/// Milliseconds left before `deadline`, as the ABI's `remaining_ms` answers
+/// it: `NO_DEADLINE` when there is none, never `NO_DEADLINE` when there is.
+/// Shared by the in-process context and an isolated worker's.
+pub fn remaining_ms(deadline: Option<Instant>) -> u64 {
+    match deadline {
+        Some(d) => {
+            u64::try_from(d.saturating_duration_since(Instant::now()).as_millis()).unwrap_or(NO_DEADLINE - 1)
+        }
+        None => NO_DEADLINE,
+    }
+}
+
+/// Writes one module log line into `tracing`, attributed to the module (and
+/// the call, when there is one), redacted and escaped to one line.
+pub fn log_line(module: &str, call: Option<&str>, lvl: u8, message: &str) {
+    let call = call.unwrap_or("");
+    let message = crate::redact::log_message(message);
+    match lvl {
+        level::ERROR => tracing::error!(target: "toolhost::module", module, call, "{message}"),
+        level::WARN => tracing::warn!(target: "toolhost::module", module, call, "{message}"),
+        level::INFO => tracing::info!(target: "toolhost::module", module, call, "{message}"),
+        level::DEBUG => tracing::debug!(target: "toolhost::module", module, call, "{message}"),
+        _ => tracing::trace!(target: "toolhost::module", module, call, "{message}"),
+    }
+}
