@@ -41,8 +41,11 @@ pub struct Layers {
     pub mount_ns: bool,
     /// The namespace's own `/proc`.
     pub proc: bool,
-    /// Network namespace (network off).
+    /// Network namespace (network off, or only the proxy).
     pub net_ns: bool,
+    /// The allowlist proxy's socket in the network namespace (needs
+    /// `net_ns`).
+    pub net_proxy: bool,
     /// Seccomp refusal of inet sockets (network off without a namespace).
     pub seccomp_net: bool,
     /// Landlock filesystem and scope rules.
@@ -96,6 +99,8 @@ pub struct Request<'a> {
     pub mode: Mode,
     /// `network = true`.
     pub network: bool,
+    /// With a network allowlist: the list as the report shows it.
+    pub allowlist: Option<&'a str>,
     /// `writable_paths`, as written.
     pub writable_paths: &'a [PathBuf],
     /// `hidden_paths`, as written (`~/` expands to HOME).
@@ -249,6 +254,7 @@ impl Sandbox {
             mount_ns: true,
             proc: true,
             net_ns: !req.network,
+            net_proxy: req.allowlist.is_some(),
             seccomp_net: false,
             landlock: true,
             seccomp: true,
@@ -265,6 +271,7 @@ impl Sandbox {
             want.mount_ns = false;
             want.proc = false;
             want.net_ns = false;
+            want.net_proxy = false;
             why.push((
                 "pid_ns",
                 "namespaces are only started on x86_64 and aarch64".into(),
@@ -484,6 +491,9 @@ impl Sandbox {
         }
         if l.net_ns {
             namespaces |= libc::CLONE_NEWNET;
+            if l.net_proxy {
+                setup.proxy_port = crate::netproxy::PORT;
+            }
         }
         setup.no_new_privs = l.no_new_privs;
         setup.drop_caps = l.caps;

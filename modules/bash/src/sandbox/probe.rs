@@ -132,6 +132,13 @@ pub(super) fn settle(
                         why.push(("seccomp", "installing the seccomp filter failed".into()));
                         layers.seccomp = false;
                     }
+                    Step::NetProxy => {
+                        why.push((
+                            "net_proxy",
+                            "bringing up the namespace's loopback or listening on it failed".into(),
+                        ));
+                        layers.net_proxy = false;
+                    }
                     Step::Dev => {
                         why.push(("dev", "replacing /dev with a minimal one failed".into()));
                         layers.dev = false;
@@ -163,6 +170,7 @@ pub(super) fn settle(
                 if layers.net_ns && !alone(|l| l.net_ns = true) {
                     why.push(("net_ns", format!("cannot create a network namespace: {e}")));
                     layers.net_ns = false;
+                    layers.net_proxy = false;
                     dropped = true;
                 }
                 if layers.mount_ns && !alone(|l| l.mount_ns = true) {
@@ -253,6 +261,7 @@ fn drop_namespaces(l: &mut Layers) {
     l.mount_ns = false;
     l.proc = false;
     l.net_ns = false;
+    l.net_proxy = false;
     l.dev = false;
 }
 
@@ -370,6 +379,20 @@ pub(super) fn report(
         why,
         &["pid_ns", "proc", "mount_ns", "user_ns"],
     ));
+    if let Some(list) = req.allowlist {
+        out.push(item(
+            "network allowlist (proxy)",
+            l.net_ns && l.net_proxy,
+            format!(
+                "own network namespace whose only way out is the module's HTTP/SOCKS5 proxy on 127.0.0.1:{} \
+                 (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY set); only these names: {list}; IP literals and names \
+                 resolving to loopback, private or link-local addresses are refused",
+                crate::netproxy::PORT
+            ),
+            why,
+            &["net_proxy", "net_ns", "user_ns"],
+        ));
+    }
     if req.network {
         out.push(ReportItem {
             name: "network".into(),
@@ -380,7 +403,11 @@ pub(super) fn report(
         out.push(item(
             "network off (network namespace)",
             true,
-            "no interface but a loopback that is down".into(),
+            if l.net_proxy {
+                "no interface but loopback, where only the allowlist proxy listens".into()
+            } else {
+                "no interface but a loopback that is down".into()
+            },
             why,
             &[],
         ));

@@ -1,0 +1,401 @@
+//! The bash module's network allowlist, through the real `toolhost` binary
+//! and the real cdylib: commands reach listed names only through the
+//! module's proxy (plain HTTP, CONNECT, SOCKS5), with `curl` as the client
+//! and loopback origins under test names pinned with `network_resolve`;
+//! names off the list, IP literals and names resolving to private addresses
+//! are refused with a reason; nothing bypasses the proxy.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{module_file, Called, Env};
+use serde_json::{json, Value};
+
+fn plan(config: &str) -> String {
+    module_file("toolhost_bash");
+    format!("[host]\ndefault_timeout_secs = 60\n\n[[tools]]\nmodule = \"bash\"\n[tools.config]\n{config}\n")
+}
+
+/// `allowed.test` on the list, pinned to loopback.
+const PINNED: &str = "network = [\"allowed.test\"]\nnetwork_resolve = { \"allowed.test\" = \"127.0.0.1\" }";
+
+/// A plain HTTP origin on loopback answering `origin-ok <path>` and
+/// counting the requests that reach it.
+struct Origin {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl Origin {
+    fn start() -> Origin {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind origin");
+        let port = listener.local_addr().expect("addr").port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { continue };
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+                let text = String::from_utf8_lossy(&head);
+                let path = text.split_whitespace().nth(1).unwrap_or("?").to_string();
+                let body = format!("origin-ok {path}\n");
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Origin { port, hits }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// An HTTPS origin (Python's http.server behind TLS with a certificate for
+/// `allowed.test` made by `openssl`), so that curl verifies the name end to
+/// end through the CONNECT tunnel.
+struct TlsOrigin {
+    child: Child,
+    port: u16,
+    cert: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsOrigin {
+    fn start() -> TlsOrigin {
+        let dir = tempfile::tempdir().expect("tls dir");
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        let made = Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=allowed.test",
+            ])
+            .args(["-addext", "subjectAltName=DNS:allowed.test", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("openssl runs (install openssl)");
+        assert!(
+            made.status.success(),
+            "openssl: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        std::fs::write(dir.path().join("index.html"), "tls-origin-ok\n").expect("index");
+        let script = "import http.server, ssl, sys\n\
+             s = http.server.HTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)\n\
+             c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])\n\
+             s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+             print(s.server_address[1], flush=True)\n\
+             s.serve_forever()\n";
+        let mut child = Command::new("python3")
+            .args(["-c", script])
+            .arg(&cert)
+            .arg(&key)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        let mut out = child.stdout.take().expect("stdout");
+        let mut byte = [0u8; 1];
+        while !line.ends_with('\n') && out.read(&mut byte).map(|n| n == 1).unwrap_or(false) {
+            line.push(byte[0] as char);
+        }
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("TLS origin did not start: {line:?}"));
+        TlsOrigin {
+            child,
+            port,
+            cert,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for TlsOrigin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bash(env: &Env, command: &str) -> Called {
+    env.call("bash", json!({ "command": command, "timeout": 60 }))
+}
+
+fn stdout(r: &Value) -> &str {
+    r["output"]["stdout"].as_str().unwrap_or("")
+}
+
+fn stderr(r: &Value) -> &str {
+    r["output"]["stderr"].as_str().unwrap_or("")
+}
+
+fn q(p: &Path) -> String {
+    format!("'{}'", p.display())
+}
+
+#[test]
+fn a_listed_name_is_reached_over_http_proxy_connect_https_and_socks5() {
+    let origin = Origin::start();
+    let tls = TlsOrigin::start();
+    let env = Env::new(&plan(PINNED));
+    let p = origin.port;
+    let started = Instant::now();
+    let r = bash(
+        &env,
+        &format!(
+            "curl -sS -m 20 http://allowed.test:{p}/plain; \
+             curl -sS -m 20 --proxytunnel http://allowed.test:{p}/tunnel; \
+             curl -sS -m 20 --proxy '' --socks5-hostname 127.0.0.1:3128 http://allowed.test:{p}/socks; \
+             curl -sS -m 20 --cacert {} https://allowed.test:{}/; \
+             env | grep -ci '^no_proxy=' ; exit 0",
+            q(&tls.cert),
+            tls.port
+        ),
+    );
+    let out = stdout(&r.result);
+    for want in [
+        "origin-ok /plain",
+        "origin-ok /tunnel",
+        "origin-ok /socks",
+        "tls-origin-ok",
+    ] {
+        assert!(
+            out.contains(want),
+            "{want} missing: {}\nstderr:\n{}",
+            r.result,
+            r.stderr
+        );
+    }
+    assert!(out.trim_end().ends_with('0'), "NO_PROXY is set: {}", r.result);
+    assert_eq!(origin.hits(), 3, "{}", r.result);
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn names_off_the_list_and_ip_literals_are_refused_with_a_reason() {
+    let origin = Origin::start();
+    let env = Env::new(&plan(PINNED));
+    let p = origin.port;
+    let r = bash(
+        &env,
+        &format!(
+            "for u in http://evil.test:{p}/ http://127.0.0.1:{p}/ http://2130706433:{p}/ http://0x7f000001:{p}/ \
+             'http://[::1]:{p}/'; do curl -sS -m 10 -i \"$u\" | grep -i '^x-toolhost-refused'; done; \
+             curl -sS -m 10 --proxytunnel http://evil.test:{p}/ || echo connect-refused=$?; \
+             curl -sS -m 10 --proxy '' --socks5-hostname 127.0.0.1:3128 http://evil.test:{p}/ || echo socks-name-refused=$?; \
+             curl -sS -m 10 --proxy '' --socks5 127.0.0.1:3128 http://127.0.0.1:{p}/ || echo socks-ip-refused=$?; \
+             curl -sS -m 10 http://evil.test:{p}/; exit 0"
+        ),
+    );
+    let out = stdout(&r.result).to_ascii_lowercase();
+    let refused: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("x-toolhost-refused: "))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            "not_listed",
+            "ip_literal",
+            "ip_literal",
+            "ip_literal",
+            "ip_literal"
+        ],
+        "{}",
+        r.result
+    );
+    for want in [
+        "connect-refused=56",
+        "socks-name-refused=97",
+        "socks-ip-refused=97",
+    ] {
+        assert!(out.contains(want), "{want} missing: {}", r.result);
+    }
+    // The body says what to change.
+    assert!(
+        out.contains("evil.test:")
+            && out.contains("not on the bash module's network list (allowed: allowed.test)"),
+        "{}",
+        r.result
+    );
+    assert!(stderr(&r.result).contains("403"), "{}", r.result);
+    assert_eq!(
+        origin.hits(),
+        0,
+        "a refused request reached the origin: {}",
+        r.result
+    );
+    // The host's log names each refused host.
+    for want in [
+        "refused http evil.test",
+        "refused http 127.0.0.1",
+        "refused connect evil.test",
+        "refused socks5 evil.test",
+        "refused socks5 127.0.0.1",
+    ] {
+        assert!(r.stderr.contains(want), "log lacks {want:?}:\n{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_listed_name_resolving_to_loopback_is_refused_unless_pinned() {
+    let origin = Origin::start();
+    let p = origin.port;
+    let command = format!("curl -sS -m 10 -i http://localhost:{p}/rebind; exit 0");
+    // `localhost` resolves to a loopback address, as a rebinding DNS answer
+    // would.
+    let env = Env::new(&plan("network = [\"localhost\"]"));
+    let r = bash(&env, &command);
+    let out = stdout(&r.result);
+    assert!(
+        out.to_ascii_lowercase()
+            .contains("x-toolhost-refused: private_address"),
+        "{}",
+        r.result
+    );
+    assert!(out.contains("pin the name with network_resolve"), "{}", r.result);
+    assert_eq!(origin.hits(), 0, "{}", r.result);
+    assert!(r.stderr.contains("refused http localhost"), "{}", r.stderr);
+    // Pinned explicitly, the same name reaches the same origin.
+    env.set_plan(&plan(
+        "network = [\"localhost\"]\nnetwork_resolve = { \"localhost\" = \"127.0.0.1\" }",
+    ));
+    let r = bash(&env, &command);
+    assert!(stdout(&r.result).contains("origin-ok /rebind"), "{}", r.result);
+    assert_eq!(origin.hits(), 1);
+}
+
+#[test]
+fn connections_that_bypass_the_proxy_have_no_route() {
+    let origin = Origin::start();
+    let p = origin.port;
+    let command = format!(
+        "curl -sS -m 5 --noproxy '*' http://127.0.0.1:{p}/direct && echo curl-direct; \
+         (exec 3<>/dev/tcp/127.0.0.1/{p}) && echo bash-direct; \
+         (exec 3<>/dev/tcp/192.0.2.1/80) 2>&1 | grep -o 'Network is unreachable'; \
+         python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {p}), 2); print(\"py-direct\")'; exit 0"
+    );
+    let env = Env::new(&plan(PINNED));
+    let r = bash(&env, &command);
+    let out = stdout(&r.result);
+    assert!(!out.contains("direct"), "{}", r.result);
+    assert!(out.contains("Network is unreachable"), "{}", r.result);
+    assert_eq!(origin.hits(), 0, "reached the origin directly: {}", r.result);
+    // With the host's network the same command gets through: the probe is
+    // real.
+    env.set_plan(&plan("network = true"));
+    let r = bash(&env, &command);
+    let out = stdout(&r.result);
+    for want in ["curl-direct", "bash-direct", "py-direct"] {
+        assert!(out.contains(want), "{want} missing: {}", r.result);
+    }
+}
+
+#[test]
+fn the_proxy_bounds_connections_and_request_heads() {
+    let env = Env::new(&plan(PINNED));
+    // 40 idle connections: the first 32 are held (waiting for a request
+    // head), the rest are closed at once; a head over 16 KiB gets 431.
+    let script = "import select, socket, time\n\
+        held = [socket.create_connection(('127.0.0.1', 3128), 5) for _ in range(40)]\n\
+        time.sleep(1)\n\
+        readable, _, _ = select.select(held, [], [], 0)\n\
+        closed = 0\n\
+        for s in readable:\n\
+        \x20   try:\n\
+        \x20       closed += s.recv(1) == b''\n\
+        \x20   except ConnectionResetError:\n\
+        \x20       closed += 1\n\
+        print('closed', closed)\n\
+        for s in held: s.close()\n\
+        time.sleep(0.5)\n\
+        s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
+        s.sendall(b'GET http://allowed.test/ HTTP/1.1\\r\\nX: ' + b'a' * 20000)\n\
+        print(s.recv(100).split(b'\\r\\n')[0].decode())\n";
+    std::fs::write(env.path().join("flood.py"), script).expect("script");
+    let r = bash(&env, "python3 flood.py");
+    let out = stdout(&r.result);
+    assert!(out.contains("closed 8"), "{}\n{}", r.result, r.stderr);
+    assert!(out.contains("HTTP/1.1 431"), "{}", r.result);
+    assert!(r.stderr.contains("too_many_connections"), "{}", r.stderr);
+}
+
+#[test]
+fn check_reports_the_allowlist_layer() {
+    let env = Env::new(&plan(
+        "network = [\"allowed.test\", \"*.example.com:443\"]\nnetwork_resolve = { \"allowed.test\" = \"127.0.0.1\" }",
+    ));
+    let out = env.run(&["check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.lines().any(|l| l.contains("active")
+            && l.contains("network allowlist (proxy)")
+            && l.contains("allowed.test, *.example.com:443")),
+        "allowlist not reported active:\n{text}"
+    );
+}
+
+#[test]
+fn bad_allowlists_fail_the_mount_with_a_message() {
+    for (config, want) in [
+        ("network = [\"10.0.0.1\"]", "is an IP address"),
+        ("network = [\"a.*.test\"]", "not a host name"),
+        ("network = [\"a.test:0\"]", "invalid port"),
+        (
+            "network = [\"a.test\"]\nnetwork_resolve = { \"b.test\" = \"127.0.0.1\" }",
+            "not on the network list",
+        ),
+        (
+            "network_resolve = { \"b.test\" = \"127.0.0.1\" }",
+            "only with a network allowlist",
+        ),
+        ("network = [\"a.test\"]\nsandbox = \"off\"", "needs the sandbox"),
+        ("network = 3", "list of host names"),
+    ] {
+        let env = Env::new(&plan(config));
+        let out = env.run(&["check"]);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "[{config}] mounted: {text}");
+        assert!(text.contains(want), "[{config}] unclear: {text}");
+    }
+}

@@ -1,0 +1,335 @@
+//! The network allowlist's proxy: with `network = ["name", …]` a command
+//! runs in its own network namespace, whose only way out is a socket on
+//! `127.0.0.1:PORT` there that the module (outside the sandbox) accepts on
+//! (see [`netbridge`](crate::process::netbridge)). One port speaks both
+//! HTTP proxying (plain `http://` requests and `CONNECT`) and SOCKS5 (told
+//! apart by the first byte: SOCKS5 starts with `5`, no HTTP method does).
+//!
+//! For every connection the proxy takes the *name* the client asked for,
+//! refuses IP literals and names not on the list, resolves the name itself
+//! (or takes the `network_resolve` pin), refuses answers outside public
+//! address space, and connects to what it resolved. Everything is bounded:
+//! [`MAX_CONNECTIONS`] at once per command, [`MAX_HEAD_BYTES`] of request
+//! head (or SOCKS5 handshake) read within [`HEAD_TIMEOUT`], connections
+//! closed after [`IDLE_TIMEOUT`] without a byte either way; each
+//! connection is one thread with two fixed buffers.
+
+pub mod allow;
+pub mod http;
+pub mod log;
+pub mod relay;
+pub mod resolve;
+pub mod socks;
+
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use allow::{Allowlist, NameRefusal};
+use resolve::ResolveError;
+
+/// The port the proxy listens on inside every command's network namespace
+/// (each namespace has its own loopback, so a fixed port never clashes).
+pub const PORT: u16 = 3128;
+/// Connections one command may hold open through the proxy at once; more
+/// are closed on accept (and logged).
+pub const MAX_CONNECTIONS: usize = 32;
+/// Most bytes of an HTTP request head (request line and headers, and
+/// anything sent before the request line).
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// Most header fields in a request head.
+pub const MAX_HEADERS: usize = 64;
+/// Time for the request head or SOCKS5 handshake to arrive.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection with no byte either way for this long is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Time to connect to one resolved address.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Stack of a connection's thread (two 16 KiB buffers live on the heap).
+const THREAD_STACK: usize = 256 * 1024;
+
+/// What the proxy did with one request, for the log and the event.
+#[derive(Debug, Clone)]
+pub struct Decision<'a> {
+    /// `http`, `connect` or `socks5`.
+    pub protocol: &'static str,
+    /// The host as the client asked for it.
+    pub host: &'a str,
+    /// The port.
+    pub port: u16,
+    /// `None`: allowed and connected.
+    pub refused: Option<&'a Refusal>,
+}
+
+/// Receives every decision (the mount logs and emits them).
+pub type Reporter = Arc<dyn Fn(&Decision<'_>) + Send + Sync>;
+
+/// Why a request was not carried out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The request is not one the proxy understands.
+    BadRequest(String),
+    /// The name failed the allowlist.
+    Name(NameRefusal),
+    /// The name resolved to a non-public address.
+    NotPublic(std::net::IpAddr),
+    /// The name did not resolve.
+    NotFound(String),
+    /// No resolved address accepted the connection.
+    Connect(String),
+    /// The command already holds [`MAX_CONNECTIONS`].
+    TooMany,
+}
+
+impl Refusal {
+    /// A stable code (the `X-Toolhost-Refused` header and the event).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::BadRequest(_) => "bad_request",
+            Refusal::Name(NameRefusal::Syntax) => "bad_name",
+            Refusal::Name(NameRefusal::IpLiteral) => "ip_literal",
+            Refusal::Name(NameRefusal::NotListed) => "not_listed",
+            Refusal::NotPublic(_) => "private_address",
+            Refusal::NotFound(_) => "not_found",
+            Refusal::Connect(_) => "connect_failed",
+            Refusal::TooMany => "too_many_connections",
+        }
+    }
+
+    /// Refused by the plan (rather than failed).
+    pub fn is_policy(&self) -> bool {
+        matches!(self, Refusal::Name(_) | Refusal::NotPublic(_))
+    }
+
+    /// What to tell the command, naming what to change.
+    pub fn explain(&self, host: &str, port: u16, list: &Allowlist) -> String {
+        match self {
+            Refusal::BadRequest(why) => format!("bad proxy request: {why}"),
+            Refusal::Name(NameRefusal::Syntax) => format!("`{host}` is not a host name"),
+            Refusal::Name(NameRefusal::IpLiteral) => format!(
+                "{host} is an IP address; the network allowlist admits host names only (allowed: {})",
+                list.describe()
+            ),
+            Refusal::Name(NameRefusal::NotListed) => format!(
+                "{host}:{port} is not on the bash module's network list (allowed: {}); add it to `network` in \
+                 the plan if commands need it",
+                list.describe()
+            ),
+            Refusal::NotPublic(ip) => format!(
+                "{host} resolves to {ip}, a loopback, private or link-local address, which a DNS answer may not \
+                 point at; pin the name with network_resolve if it is meant to be local"
+            ),
+            Refusal::NotFound(why) => format!("{host} does not resolve: {why}"),
+            Refusal::Connect(why) => format!("cannot connect to {host}:{port}: {why}"),
+            Refusal::TooMany => format!("this command already has {MAX_CONNECTIONS} connections open"),
+        }
+    }
+}
+
+/// The mount's proxy: the list and where decisions go.
+#[derive(Clone)]
+pub struct Proxy {
+    list: Arc<Allowlist>,
+    reporter: Reporter,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("list", &self.list)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Proxy {
+    /// A proxy for `list`; decisions are dropped until [`Proxy::report_to`].
+    pub fn new(list: Allowlist) -> Proxy {
+        Proxy {
+            list: Arc::new(list),
+            reporter: Arc::new(|_| {}),
+        }
+    }
+
+    /// Sends every decision to `reporter`.
+    pub fn report_to(&mut self, reporter: Reporter) {
+        self.reporter = reporter;
+    }
+
+    /// The list, for messages.
+    pub fn list(&self) -> &Allowlist {
+        &self.list
+    }
+
+    /// The environment that points a command's tools at the proxy.
+    pub fn env() -> Vec<(String, String)> {
+        let http = format!("http://127.0.0.1:{PORT}");
+        let socks = format!("socks5h://127.0.0.1:{PORT}");
+        let mut env = Vec::new();
+        for (name, value) in [
+            ("HTTP_PROXY", &http),
+            ("HTTPS_PROXY", &http),
+            ("ALL_PROXY", &socks),
+        ] {
+            env.push((name.to_string(), value.clone()));
+            env.push((name.to_ascii_lowercase(), value.clone()));
+        }
+        env
+    }
+
+    /// Serves one command's connections on `listener` (the socket the
+    /// reaper handed over) until the returned handle is dropped.
+    pub fn serve(&self, listener: OwnedFd) -> io::Result<CallProxy> {
+        let listener = TcpListener::from(listener);
+        listener.set_nonblocking(true)?;
+        let (stop_rx, stop_tx) = UnixStream::pair()?;
+        let proxy = self.clone();
+        let thread = std::thread::Builder::new()
+            .name("bash-netproxy".into())
+            .stack_size(THREAD_STACK)
+            .spawn(move || proxy.accept_loop(&listener, &stop_rx))?;
+        Ok(CallProxy {
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+
+    fn accept_loop(&self, listener: &TcpListener, stop: &UnixStream) {
+        let open = Arc::new(AtomicUsize::new(0));
+        loop {
+            let mut fds = [
+                libc::pollfd {
+                    fd: listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: stop.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: polling two fds this function borrows.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return;
+            }
+            if fds[1].revents != 0 {
+                return;
+            }
+            let stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {
+                    continue
+                }
+                Err(_) => {
+                    // Out of fds or memory: back off rather than spin.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            if open.load(Ordering::Acquire) >= MAX_CONNECTIONS {
+                self.report("tcp", "", 0, Some(&Refusal::TooMany));
+                let _ = stream.shutdown(Shutdown::Both);
+                continue;
+            }
+            open.fetch_add(1, Ordering::AcqRel);
+            let guard = OpenGuard(open.clone());
+            let proxy = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("bash-netproxy-conn".into())
+                .stack_size(THREAD_STACK)
+                .spawn(move || {
+                    let _guard = guard;
+                    proxy.handle(stream);
+                });
+            // A thread that cannot start drops the connection (and the
+            // guard with the closure).
+            drop(spawned);
+        }
+    }
+
+    fn handle(&self, stream: TcpStream) {
+        if stream.set_read_timeout(Some(HEAD_TIMEOUT)).is_err()
+            || stream.set_write_timeout(Some(IDLE_TIMEOUT)).is_err()
+        {
+            return;
+        }
+        let mut first = [0u8; 1];
+        match stream.peek(&mut first) {
+            Ok(1) if first[0] == socks::VERSION => socks::serve(self, stream),
+            Ok(1) => http::serve(self, stream),
+            _ => {}
+        }
+    }
+
+    /// Checks, resolves and connects to `host:port`, reporting the
+    /// decision; the connection has the idle timeout set.
+    pub fn open(&self, protocol: &'static str, host: &str, port: u16) -> Result<TcpStream, Refusal> {
+        let result = self.decide(host, port);
+        self.report(protocol, host, port, result.as_ref().err());
+        result
+    }
+
+    /// Hands one decision to the reporter.
+    pub fn report(&self, protocol: &'static str, host: &str, port: u16, refused: Option<&Refusal>) {
+        (self.reporter)(&Decision {
+            protocol,
+            host,
+            port,
+            refused,
+        });
+    }
+
+    fn decide(&self, host: &str, port: u16) -> Result<TcpStream, Refusal> {
+        let name = self.list.check(host, port).map_err(Refusal::Name)?;
+        let addrs = resolve::addresses(&name, port, self.list.pinned(&name)).map_err(|e| match e {
+            ResolveError::NotFound(why) => Refusal::NotFound(why),
+            ResolveError::NotPublic(ip) => Refusal::NotPublic(ip),
+        })?;
+        let mut last = String::from("no address");
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+                Ok(s) => {
+                    s.set_write_timeout(Some(IDLE_TIMEOUT))
+                        .map_err(|e| Refusal::Connect(e.to_string()))?;
+                    return Ok(s);
+                }
+                Err(e) => last = format!("{addr}: {e}"),
+            }
+        }
+        Err(Refusal::Connect(last))
+    }
+}
+
+/// Counts a connection until its thread ends.
+struct OpenGuard(Arc<AtomicUsize>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One command's proxy; dropping it stops accepting (at once: the accept
+/// thread wakes on the closed stop socket) and closes the listener.
+/// Connections still open end by themselves: their command is gone, so
+/// their client side is closed.
+#[derive(Debug)]
+pub struct CallProxy {
+    stop: Option<UnixStream>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for CallProxy {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
