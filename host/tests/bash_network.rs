@@ -330,7 +330,8 @@ fn connections_that_bypass_the_proxy_have_no_route() {
 fn the_proxy_bounds_connections_and_request_heads() {
     let env = Env::new(&plan(PINNED));
     // 40 idle connections: the first 32 are held (waiting for a request
-    // head), the rest are closed at once; a head over 16 KiB gets 431.
+    // head), the rest are closed at once; a head over 16 KiB gets 431; a
+    // head that never ends is cut at its deadline.
     let script = "import select, socket, time\n\
         held = [socket.create_connection(('127.0.0.1', 3128), 5) for _ in range(40)]\n\
         time.sleep(1)\n\
@@ -346,12 +347,30 @@ fn the_proxy_bounds_connections_and_request_heads() {
         time.sleep(0.5)\n\
         s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
         s.sendall(b'GET http://allowed.test/ HTTP/1.1\\r\\nX: ' + b'a' * 20000)\n\
-        print(s.recv(100).split(b'\\r\\n')[0].decode())\n";
+        print(s.recv(100).split(b'\\r\\n')[0].decode())\n\
+        s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
+        start = time.monotonic()\n\
+        while time.monotonic() - start < 30:\n\
+        \x20   try:\n\
+        \x20       s.sendall(b'G')\n\
+        \x20   except OSError:\n\
+        \x20       break\n\
+        \x20   if select.select([s], [], [], 1)[0] and s.recv(1) == b'':\n\
+        \x20       break\n\
+        print('slow head closed after', round(time.monotonic() - start))\n";
     std::fs::write(env.path().join("flood.py"), script).expect("script");
     let r = bash(&env, "python3 flood.py");
     let out = stdout(&r.result);
     assert!(out.contains("closed 8"), "{}\n{}", r.result, r.stderr);
     assert!(out.contains("HTTP/1.1 431"), "{}", r.result);
+    // A head sent a byte a second is cut at the 10 s deadline for the
+    // whole head, not kept alive by each byte.
+    let slow: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("slow head closed after "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no slow-head line: {}", r.result));
+    assert!((9..=14).contains(&slow), "slow head held {slow} s: {}", r.result);
     assert!(r.stderr.contains("too_many_connections"), "{}", r.stderr);
 }
 

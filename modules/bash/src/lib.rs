@@ -60,6 +60,7 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
     )
     .map_err(MountError::new)?;
     if let Some(proxy) = &mut module.netproxy {
+        coordinator.contribute_events(&[netproxy::log::REFUSED_EVENT]);
         proxy.report_to(netproxy::log::reporter(coordinator.clone()));
     }
     if let Err(e) = report_sandbox(coordinator, &module) {

@@ -7,8 +7,10 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::time::Instant;
 
-use super::{Proxy, Refusal, IDLE_TIMEOUT, MAX_HEADERS, MAX_HEAD_BYTES};
+use super::deadline::Deadline;
+use super::{Proxy, Refusal, HEAD_TIMEOUT, IDLE_TIMEOUT, MAX_HEADERS, MAX_HEAD_BYTES};
 
 /// Headers meant for the proxy (or this hop), not the origin.
 const HOP_HEADERS: [&str; 5] = [
@@ -110,8 +112,9 @@ type HeadError = Option<(u16, String)>;
 fn read_head(client: &mut TcpStream) -> Result<(Vec<u8>, usize), HeadError> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
+    let mut reader = Deadline::new(client, Instant::now() + HEAD_TIMEOUT);
     loop {
-        let n = client.read(&mut chunk).map_err(|_| None)?;
+        let n = reader.read(&mut chunk).map_err(|_| None)?;
         if n == 0 {
             return Err(None);
         }

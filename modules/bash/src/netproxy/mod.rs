@@ -15,6 +15,7 @@
 //! connection is one thread with two fixed buffers.
 
 pub mod allow;
+pub mod deadline;
 pub mod http;
 pub mod log;
 pub mod relay;
@@ -44,7 +45,7 @@ pub const MAX_CONNECTIONS: usize = 32;
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// Most header fields in a request head.
 pub const MAX_HEADERS: usize = 64;
-/// Time for the request head or SOCKS5 handshake to arrive.
+/// Time for the whole request head or SOCKS5 handshake to arrive.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection with no byte either way for this long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);

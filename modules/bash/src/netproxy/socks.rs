@@ -10,9 +10,11 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::time::Instant;
 
 use super::allow::NameRefusal;
-use super::{Proxy, Refusal, IDLE_TIMEOUT};
+use super::deadline::Deadline;
+use super::{Proxy, Refusal, HEAD_TIMEOUT, IDLE_TIMEOUT};
 
 /// The protocol version byte every SOCKS5 message starts with.
 pub const VERSION: u8 = 5;
@@ -50,31 +52,32 @@ pub fn serve(proxy: &Proxy, mut client: TcpStream) {
 }
 
 fn handshake(proxy: &Proxy, client: &mut TcpStream) -> std::io::Result<()> {
-    let [_version, count] = read::<2>(client)?;
+    let reader = &mut Deadline::new(&*client, Instant::now() + HEAD_TIMEOUT);
+    let [_version, count] = read::<2>(reader)?;
     let mut methods = [0u8; 255];
     let methods = &mut methods[..usize::from(count)];
-    client.read_exact(methods)?;
+    reader.read_exact(methods)?;
     if !methods.contains(&NO_AUTH) {
         return client.write_all(&[VERSION, NO_METHOD]);
     }
-    client.write_all(&[VERSION, NO_AUTH])?;
-    let [version, command, _reserved, atyp] = read::<4>(client)?;
+    (&*client).write_all(&[VERSION, NO_AUTH])?;
+    let [version, command, _reserved, atyp] = read::<4>(reader)?;
     if version != VERSION {
         return send_reply(client, reply::GENERAL_FAILURE);
     }
     let host = match atyp {
         ATYP_DOMAIN => {
-            let [len] = read::<1>(client)?;
+            let [len] = read::<1>(reader)?;
             let mut name = [0u8; 255];
             let name = &mut name[..usize::from(len)];
-            client.read_exact(name)?;
+            reader.read_exact(name)?;
             String::from_utf8_lossy(name).into_owned()
         }
-        ATYP_V4 => std::net::Ipv4Addr::from(read::<4>(client)?).to_string(),
-        ATYP_V6 => std::net::Ipv6Addr::from(read::<16>(client)?).to_string(),
+        ATYP_V4 => std::net::Ipv4Addr::from(read::<4>(reader)?).to_string(),
+        ATYP_V6 => std::net::Ipv6Addr::from(read::<16>(reader)?).to_string(),
         _ => return send_reply(client, reply::ADDRESS_NOT_SUPPORTED),
     };
-    let port = u16::from_be_bytes(read::<2>(client)?);
+    let port = u16::from_be_bytes(read::<2>(reader)?);
     if command != CMD_CONNECT {
         return send_reply(client, reply::COMMAND_NOT_SUPPORTED);
     }
@@ -94,9 +97,9 @@ fn handshake(proxy: &Proxy, client: &mut TcpStream) -> std::io::Result<()> {
     }
 }
 
-fn read<const N: usize>(client: &mut TcpStream) -> std::io::Result<[u8; N]> {
+fn read<const N: usize>(reader: &mut Deadline<'_>) -> std::io::Result<[u8; N]> {
     let mut buf = [0u8; N];
-    client.read_exact(&mut buf)?;
+    reader.read_exact(&mut buf)?;
     Ok(buf)
 }
 
