@@ -164,13 +164,7 @@ fn bad(client: &mut TcpStream, why: &str) {
 }
 
 fn refuse(proxy: &Proxy, client: &mut TcpStream, host: &str, port: u16, refusal: &Refusal) {
-    let status = if refusal.is_policy() {
-        403
-    } else if matches!(refusal, Refusal::BadRequest(_)) {
-        400
-    } else {
-        502
-    };
+    let status = if refusal.is_policy() { 403 } else { 502 };
     let body = format!(
         "toolhost bash network allowlist: refused {host}:{port} ({}): {}\n",
         refusal.code(),

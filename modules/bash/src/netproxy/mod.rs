@@ -12,7 +12,8 @@
 //! [`MAX_CONNECTIONS`] at once per command, [`MAX_HEAD_BYTES`] of request
 //! head (or SOCKS5 handshake) read within [`HEAD_TIMEOUT`], connections
 //! closed after [`IDLE_TIMEOUT`] without a byte either way; each
-//! connection is one thread with two fixed buffers.
+//! connection is one thread with one bounded head buffer and one 16 KiB
+//! relay buffer.
 
 pub mod allow;
 pub mod deadline;
@@ -73,8 +74,6 @@ pub type Reporter = Arc<dyn Fn(&Decision<'_>) + Send + Sync>;
 /// Why a request was not carried out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// The request is not one the proxy understands.
-    BadRequest(String),
     /// The name failed the allowlist.
     Name(NameRefusal),
     /// The name resolved to a non-public address.
@@ -91,7 +90,6 @@ impl Refusal {
     /// A stable code (the `X-Toolhost-Refused` header and the event).
     pub fn code(&self) -> &'static str {
         match self {
-            Refusal::BadRequest(_) => "bad_request",
             Refusal::Name(NameRefusal::Syntax) => "bad_name",
             Refusal::Name(NameRefusal::IpLiteral) => "ip_literal",
             Refusal::Name(NameRefusal::NotListed) => "not_listed",
@@ -110,7 +108,6 @@ impl Refusal {
     /// What to tell the command, naming what to change.
     pub fn explain(&self, host: &str, port: u16, list: &Allowlist) -> String {
         match self {
-            Refusal::BadRequest(why) => format!("bad proxy request: {why}"),
             Refusal::Name(NameRefusal::Syntax) => format!("`{host}` is not a host name"),
             Refusal::Name(NameRefusal::IpLiteral) => format!(
                 "{host} is an IP address; the network allowlist admits host names only (allowed: {})",

@@ -42,7 +42,7 @@ pub fn reply_code(refusal: &Refusal) -> u8 {
         Refusal::Name(_) | Refusal::NotPublic(_) => reply::NOT_ALLOWED,
         Refusal::NotFound(_) => reply::HOST_UNREACHABLE,
         Refusal::Connect(_) => reply::REFUSED,
-        Refusal::BadRequest(_) | Refusal::TooMany => reply::GENERAL_FAILURE,
+        Refusal::TooMany => reply::GENERAL_FAILURE,
     }
 }
 
