@@ -375,6 +375,45 @@ fn the_proxy_bounds_connections_and_request_heads() {
 }
 
 #[test]
+fn an_idle_tunnel_is_closed_after_network_idle_timeout_secs() {
+    // An origin that accepts and never answers.
+    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in silent.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let env = Env::new(&plan(&format!("{PINNED}\nnetwork_idle_timeout_secs = 2")));
+    let script = format!(
+        "import select, socket, time\n\
+         s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
+         s.sendall(b'CONNECT allowed.test:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+         print(s.recv(100).split(b'\\r\\n')[0].decode())\n\
+         start = time.monotonic()\n\
+         while time.monotonic() - start < 20:\n\
+         \x20   if select.select([s], [], [], 1)[0] and s.recv(1) == b'':\n\
+         \x20       break\n\
+         print('idle tunnel closed after', round(time.monotonic() - start))\n"
+    );
+    std::fs::write(env.path().join("idle.py"), script).expect("script");
+    let r = bash(&env, "python3 idle.py");
+    let out = stdout(&r.result);
+    assert!(out.contains("HTTP/1.1 200"), "{}\n{}", r.result, r.stderr);
+    let idle: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("idle tunnel closed after "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no idle line: {}", r.result));
+    assert!(
+        (1..=5).contains(&idle),
+        "the idle tunnel stayed {idle} s: {}",
+        r.result
+    );
+}
+
+#[test]
 fn check_reports_the_allowlist_layer() {
     let env = Env::new(&plan(
         "network = [\"allowed.test\", \"*.example.com:443\"]\nnetwork_resolve = { \"allowed.test\" = \"127.0.0.1\" }",
@@ -406,6 +445,10 @@ fn bad_allowlists_fail_the_mount_with_a_message() {
         ),
         ("network = [\"a.test\"]\nsandbox = \"off\"", "needs the sandbox"),
         ("network = 3", "list of host names"),
+        (
+            "network = [\"a.test\"]\nnetwork_idle_timeout_secs = 0",
+            "network_idle_timeout_secs",
+        ),
     ] {
         let env = Env::new(&plan(config));
         let out = env.run(&["check"]);

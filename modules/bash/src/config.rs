@@ -54,6 +54,9 @@ pub struct Config {
     /// point at a loopback or private address (which DNS answers may not):
     /// for local services and tests.
     pub network_resolve: BTreeMap<String, std::net::IpAddr>,
+    /// With a network allowlist: a proxied connection with no byte either
+    /// way for this many seconds is closed.
+    pub network_idle_timeout_secs: u64,
     /// Folders writable besides the working folder and the private temp
     /// folder (`~/` and relative paths allowed; they must exist).
     pub writable_paths: Vec<PathBuf>,
@@ -84,6 +87,7 @@ impl Default for Config {
             sandbox: crate::sandbox::Mode::WorkspaceWrite,
             network: Network::Flag(false),
             network_resolve: BTreeMap::new(),
+            network_idle_timeout_secs: crate::netproxy::DEFAULT_IDLE_TIMEOUT.as_secs(),
             writable_paths: Vec::new(),
             hidden_paths: crate::sandbox::config::default_hidden_paths(),
             sandbox_required: false,
@@ -183,6 +187,11 @@ impl Config {
                     "bash: env_set has an invalid variable name `{name}`"
                 )));
             }
+        }
+        if self.network_idle_timeout_secs == 0 {
+            return Err(MountError::new(
+                "bash: network_idle_timeout_secs must be at least 1",
+            ));
         }
         if let Some(names) = self.network.allowlist() {
             crate::netproxy::allow::Allowlist::parse(names, &self.network_resolve)

@@ -109,6 +109,7 @@ impl Module {
         let netproxy = match config.network.allowlist() {
             Some(names) => Some(Proxy::new(
                 Allowlist::parse(names, &config.network_resolve).map_err(SetupError::Allowlist)?,
+                Duration::from_secs(config.network_idle_timeout_secs),
             )),
             None => None,
         };

@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::Instant;
 
 use super::deadline::Deadline;
-use super::{Proxy, Refusal, HEAD_TIMEOUT, IDLE_TIMEOUT, MAX_HEADERS, MAX_HEAD_BYTES};
+use super::{Proxy, Refusal, HEAD_TIMEOUT, MAX_HEADERS, MAX_HEAD_BYTES};
 
 /// Headers meant for the proxy (or this hop), not the origin.
 const HOP_HEADERS: [&str; 5] = [
@@ -60,7 +60,7 @@ pub fn serve(proxy: &Proxy, mut client: TcpStream) {
         {
             return;
         }
-        super::relay::pump(&mut client, &mut upstream, rest, IDLE_TIMEOUT);
+        super::relay::pump(&mut client, &mut upstream, rest, proxy.idle());
         return;
     }
     let Some(after) = strip_prefix_ci(target, "http://") else {
@@ -101,7 +101,7 @@ pub fn serve(proxy: &Proxy, mut client: TcpStream) {
         Ok(u) => u,
         Err(r) => return refuse(proxy, &mut client, host, port, &r),
     };
-    super::relay::pump(&mut client, &mut upstream, &head, IDLE_TIMEOUT);
+    super::relay::pump(&mut client, &mut upstream, &head, proxy.idle());
 }
 
 /// A status to answer and why, or `None` when the client went away or was

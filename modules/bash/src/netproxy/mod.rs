@@ -11,7 +11,8 @@
 //! address space, and connects to what it resolved. Everything is bounded:
 //! [`MAX_CONNECTIONS`] at once per command, [`MAX_HEAD_BYTES`] of request
 //! head (or SOCKS5 handshake) read within [`HEAD_TIMEOUT`], connections
-//! closed after [`IDLE_TIMEOUT`] without a byte either way; each
+//! closed after `network_idle_timeout_secs` (default
+//! [`DEFAULT_IDLE_TIMEOUT`]) without a byte either way; each
 //! connection is one thread with one bounded head buffer and one 16 KiB
 //! relay buffer.
 
@@ -48,8 +49,9 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 pub const MAX_HEADERS: usize = 64;
 /// Time for the whole request head or SOCKS5 handshake to arrive.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// A connection with no byte either way for this long is closed.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// A connection with no byte either way for this long is closed, unless
+/// the plan sets `network_idle_timeout_secs`.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Time to connect to one resolved address.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Stack of a connection's thread (two 16 KiB buffers live on the heap).
@@ -133,6 +135,7 @@ impl Refusal {
 #[derive(Clone)]
 pub struct Proxy {
     list: Arc<Allowlist>,
+    idle: Duration,
     reporter: Reporter,
 }
 
@@ -145,12 +148,19 @@ impl std::fmt::Debug for Proxy {
 }
 
 impl Proxy {
-    /// A proxy for `list`; decisions are dropped until [`Proxy::report_to`].
-    pub fn new(list: Allowlist) -> Proxy {
+    /// A proxy for `list` closing connections idle for `idle`; decisions
+    /// are dropped until [`Proxy::report_to`].
+    pub fn new(list: Allowlist, idle: Duration) -> Proxy {
         Proxy {
             list: Arc::new(list),
+            idle,
             reporter: Arc::new(|_| {}),
         }
+    }
+
+    /// How long a connection may stay without traffic.
+    pub fn idle(&self) -> Duration {
+        self.idle
     }
 
     /// Sends every decision to `reporter`.
@@ -253,7 +263,7 @@ impl Proxy {
 
     fn handle(&self, stream: TcpStream) {
         if stream.set_read_timeout(Some(HEAD_TIMEOUT)).is_err()
-            || stream.set_write_timeout(Some(IDLE_TIMEOUT)).is_err()
+            || stream.set_write_timeout(Some(self.idle)).is_err()
         {
             return;
         }
@@ -293,7 +303,7 @@ impl Proxy {
         for addr in addrs {
             match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
                 Ok(s) => {
-                    s.set_write_timeout(Some(IDLE_TIMEOUT))
+                    s.set_write_timeout(Some(self.idle))
                         .map_err(|e| Refusal::Connect(e.to_string()))?;
                     return Ok(s);
                 }

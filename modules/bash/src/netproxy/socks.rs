@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::allow::NameRefusal;
 use super::deadline::Deadline;
-use super::{Proxy, Refusal, HEAD_TIMEOUT, IDLE_TIMEOUT};
+use super::{Proxy, Refusal, HEAD_TIMEOUT};
 
 /// The protocol version byte every SOCKS5 message starts with.
 pub const VERSION: u8 = 5;
@@ -90,7 +90,7 @@ fn handshake(proxy: &Proxy, client: &mut TcpStream) -> std::io::Result<()> {
     match proxy.open("socks5", &host, port) {
         Ok(mut upstream) => {
             send_reply(client, reply::OK)?;
-            super::relay::pump(client, &mut upstream, &[], IDLE_TIMEOUT);
+            super::relay::pump(client, &mut upstream, &[], proxy.idle());
             Ok(())
         }
         Err(refusal) => send_reply(client, reply_code(&refusal)),
