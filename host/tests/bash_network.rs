@@ -151,6 +151,20 @@ impl Drop for TlsOrigin {
     }
 }
 
+/// An origin on loopback that accepts and never answers nor closes; its
+/// port.
+fn silent_origin() -> u16 {
+    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in silent.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    port
+}
+
 fn bash(env: &Env, command: &str) -> Called {
     env.call("bash", json!({ "command": command, "timeout": 60 }))
 }
@@ -376,15 +390,7 @@ fn the_proxy_bounds_connections_and_request_heads() {
 
 #[test]
 fn an_idle_tunnel_is_closed_after_network_idle_timeout_secs() {
-    // An origin that accepts and never answers.
-    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = silent.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in silent.incoming().flatten() {
-            held.push(s);
-        }
-    });
+    let port = silent_origin();
     let env = Env::new(&plan(&format!("{PINNED}\nnetwork_idle_timeout_secs = 2")));
     let script = format!(
         "import select, socket, time\n\
@@ -460,4 +466,66 @@ fn bad_allowlists_fail_the_mount_with_a_message() {
         assert!(!out.status.success(), "[{config}] mounted: {text}");
         assert!(text.contains(want), "[{config}] unclear: {text}");
     }
+}
+
+/// The proxy's connection threads (`bash-netproxy-conn`, cut to 15 bytes
+/// by the kernel) in process `pid`.
+fn proxy_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.trim() == "bash-netproxy-c")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tunnels_end_with_their_command() {
+    let port = silent_origin();
+    let env = Env::new(&plan(PINNED));
+    let (client, pid) = common::serve::client(env.command(), ()).await;
+    let run = |command: String| {
+        let client = &client;
+        async move {
+            let r = common::serve::call(client, "bash", json!({ "command": command, "timeout": 60 })).await;
+            common::serve::all_text(&r)
+        }
+    };
+    // A first call sets up what every call reuses; the baseline follows it.
+    run("true".into()).await;
+    let before = common::procs::fd_count(pid as i32);
+    let script = format!(
+        "import socket\n\
+         held = []\n\
+         for _ in range(16):\n\
+         \x20   s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
+         \x20   s.sendall(b'CONNECT allowed.test:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+         \x20   held.append(s)\n\
+         print('tunnels', sum(s.recv(100).startswith(b'HTTP/1.1 200') for s in held))\n"
+    );
+    std::fs::write(env.path().join("tunnels.py"), script).expect("script");
+    let out = run("python3 tunnels.py".into()).await;
+    assert!(out.contains("tunnels 16"), "{out}");
+    // The command is gone: within a couple of seconds its tunnels are too
+    // (the silent origin would hold them for the idle timeout).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let (mut fds, mut threads) = (usize::MAX, usize::MAX);
+    while Instant::now() < deadline {
+        fds = common::procs::fd_count(pid as i32);
+        threads = proxy_threads(pid);
+        if fds <= before && threads == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        fds <= before && threads == 0,
+        "after the command ended the host holds {fds} fds (before: {before}) and {threads} proxy threads"
+    );
+    let out = run("echo next-call-ok".into()).await;
+    assert!(out.contains("next-call-ok"), "{out}");
 }

@@ -7,6 +7,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::fd::BorrowedFd;
 use std::time::Instant;
 
 use super::deadline::Deadline;
@@ -22,7 +23,7 @@ const HOP_HEADERS: [&str; 5] = [
 ];
 
 /// Serves one HTTP proxy connection.
-pub fn serve(proxy: &Proxy, mut client: TcpStream) {
+pub fn serve(proxy: &Proxy, mut client: TcpStream, stop: BorrowedFd<'_>) {
     let (buf, head_len) = match read_head(&mut client) {
         Ok(h) => h,
         Err(Some((status, why))) => {
@@ -60,7 +61,7 @@ pub fn serve(proxy: &Proxy, mut client: TcpStream) {
         {
             return;
         }
-        super::relay::pump(&mut client, &mut upstream, rest, proxy.idle());
+        super::relay::pump(&mut client, &mut upstream, rest, proxy.idle(), stop);
         return;
     }
     let Some(after) = strip_prefix_ci(target, "http://") else {
@@ -101,7 +102,7 @@ pub fn serve(proxy: &Proxy, mut client: TcpStream) {
         Ok(u) => u,
         Err(r) => return refuse(proxy, &mut client, host, port, &r),
     };
-    super::relay::pump(&mut client, &mut upstream, &head, proxy.idle());
+    super::relay::pump(&mut client, &mut upstream, &head, proxy.idle(), stop);
 }
 
 /// A status to answer and why, or `None` when the client went away or was

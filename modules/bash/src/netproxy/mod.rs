@@ -9,12 +9,15 @@
 //! refuses IP literals and names not on the list, resolves the name itself
 //! (or takes the `network_resolve` pin), refuses answers outside public
 //! address space, and connects to what it resolved. Everything is bounded:
-//! [`MAX_CONNECTIONS`] at once per command, [`MAX_HEAD_BYTES`] of request
+//! [`MAX_CONNECTIONS`] at once per command and [`MAX_LIVE_CONNECTIONS`] for
+//! the whole module (background jobs included), [`MAX_HEAD_BYTES`] of request
 //! head (or SOCKS5 handshake) read within [`HEAD_TIMEOUT`], connections
 //! closed after `network_idle_timeout_secs` (default
 //! [`DEFAULT_IDLE_TIMEOUT`]) without a byte either way; each
 //! connection is one thread with one bounded head buffer and one 16 KiB
-//! relay buffer.
+//! relay buffer. A command's connections end with it: when its call (or
+//! job) ends, every one of them is shut down both ways at once, whatever
+//! the upstream does.
 
 pub mod allow;
 pub mod deadline;
@@ -24,12 +27,13 @@ pub mod relay;
 pub mod resolve;
 pub mod socks;
 
+use std::collections::HashMap;
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -42,6 +46,10 @@ pub const PORT: u16 = 3128;
 /// Connections one command may hold open through the proxy at once; more
 /// are closed on accept (and logged).
 pub const MAX_CONNECTIONS: usize = 32;
+/// Connections the module's proxy carries at once for all commands and
+/// background jobs together (each is a thread and three fds); more are
+/// closed on accept (and logged).
+pub const MAX_LIVE_CONNECTIONS: usize = 256;
 /// Most bytes of an HTTP request head (request line and headers, and
 /// anything sent before the request line).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -52,6 +60,10 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection with no byte either way for this long is closed, unless
 /// the plan sets `network_idle_timeout_secs`.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Once the command has closed its side of a connection, the time the
+/// upstream has left to finish answering (a silent upstream must not hold
+/// the connection for the idle timeout).
+pub const UPSTREAM_GRACE: Duration = Duration::from_secs(5);
 /// Time to connect to one resolved address.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Stack of a connection's thread (two 16 KiB buffers live on the heap).
@@ -86,6 +98,8 @@ pub enum Refusal {
     Connect(String),
     /// The command already holds [`MAX_CONNECTIONS`].
     TooMany,
+    /// The module's proxy already carries [`MAX_LIVE_CONNECTIONS`].
+    Busy,
 }
 
 impl Refusal {
@@ -99,6 +113,7 @@ impl Refusal {
             Refusal::NotFound(_) => "not_found",
             Refusal::Connect(_) => "connect_failed",
             Refusal::TooMany => "too_many_connections",
+            Refusal::Busy => "proxy_busy",
         }
     }
 
@@ -127,6 +142,9 @@ impl Refusal {
             Refusal::NotFound(why) => format!("{host} does not resolve: {why}"),
             Refusal::Connect(why) => format!("cannot connect to {host}:{port}: {why}"),
             Refusal::TooMany => format!("this command already has {MAX_CONNECTIONS} connections open"),
+            Refusal::Busy => format!(
+                "the bash module's proxy already carries {MAX_LIVE_CONNECTIONS} connections for all commands"
+            ),
         }
     }
 }
@@ -137,6 +155,8 @@ pub struct Proxy {
     list: Arc<Allowlist>,
     idle: Duration,
     reporter: Reporter,
+    /// Connections open through this mount's proxy, every call together.
+    live: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Proxy {
@@ -155,6 +175,7 @@ impl Proxy {
             list: Arc::new(list),
             idle,
             reporter: Arc::new(|_| {}),
+            live: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -190,24 +211,31 @@ impl Proxy {
     }
 
     /// Serves one command's connections on `listener` (the socket the
-    /// reaper handed over) until the returned handle is dropped.
+    /// reaper handed over) until the returned handle is dropped, which
+    /// ends them all.
     pub fn serve(&self, listener: OwnedFd) -> io::Result<CallProxy> {
         let listener = TcpListener::from(listener);
         listener.set_nonblocking(true)?;
         let (stop_rx, stop_tx) = UnixStream::pair()?;
+        let conns = Arc::new(CallConns {
+            stop: stop_rx,
+            open: Mutex::new(Open::default()),
+        });
         let proxy = self.clone();
+        let serving = conns.clone();
         let thread = std::thread::Builder::new()
             .name("bash-netproxy".into())
             .stack_size(THREAD_STACK)
-            .spawn(move || proxy.accept_loop(&listener, &stop_rx))?;
+            .spawn(move || proxy.accept_loop(&listener, &serving))?;
         Ok(CallProxy {
             stop: Some(stop_tx),
+            conns,
             thread: Some(thread),
         })
     }
 
-    fn accept_loop(&self, listener: &TcpListener, stop: &UnixStream) {
-        let open = Arc::new(AtomicUsize::new(0));
+    fn accept_loop(&self, listener: &TcpListener, conns: &Arc<CallConns>) {
+        let stop = &conns.stop;
         loop {
             let mut fds = [
                 libc::pollfd {
@@ -240,20 +268,22 @@ impl Proxy {
                     continue;
                 }
             };
-            if open.load(Ordering::Acquire) >= MAX_CONNECTIONS {
-                self.report("tcp", "", 0, Some(&Refusal::TooMany));
-                let _ = stream.shutdown(Shutdown::Both);
-                continue;
-            }
-            open.fetch_add(1, Ordering::AcqRel);
-            let guard = OpenGuard(open.clone());
+            let guard = match self.admit(conns, &stream) {
+                Ok(guard) => guard,
+                Err(refusal) => {
+                    self.report("tcp", "", 0, Some(&refusal));
+                    let _ = stream.shutdown(Shutdown::Both);
+                    continue;
+                }
+            };
             let proxy = self.clone();
             let spawned = std::thread::Builder::new()
                 .name("bash-netproxy-conn".into())
                 .stack_size(THREAD_STACK)
                 .spawn(move || {
-                    let _guard = guard;
-                    proxy.handle(stream);
+                    let stop = guard.conns.stop.as_fd();
+                    proxy.handle(stream, stop);
+                    drop(guard);
                 });
             // A thread that cannot start drops the connection (and the
             // guard with the closure).
@@ -261,7 +291,29 @@ impl Proxy {
         }
     }
 
-    fn handle(&self, stream: TcpStream) {
+    /// Counts `stream` against both caps and keeps a handle on it for
+    /// [`CallProxy`]'s drop to shut down.
+    fn admit(&self, conns: &Arc<CallConns>, stream: &TcpStream) -> Result<ConnGuard, Refusal> {
+        let handle = stream.try_clone().map_err(|e| Refusal::Connect(e.to_string()))?;
+        let mut open = conns.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if open.ended || open.clients.len() >= MAX_CONNECTIONS {
+            return Err(Refusal::TooMany);
+        }
+        if self.live.fetch_add(1, Ordering::AcqRel) >= MAX_LIVE_CONNECTIONS {
+            self.live.fetch_sub(1, Ordering::AcqRel);
+            return Err(Refusal::Busy);
+        }
+        let id = open.next;
+        open.next += 1;
+        open.clients.insert(id, handle);
+        Ok(ConnGuard {
+            conns: conns.clone(),
+            live: self.live.clone(),
+            id,
+        })
+    }
+
+    fn handle(&self, stream: TcpStream, stop: BorrowedFd<'_>) {
         if stream.set_read_timeout(Some(HEAD_TIMEOUT)).is_err()
             || stream.set_write_timeout(Some(self.idle)).is_err()
         {
@@ -269,8 +321,8 @@ impl Proxy {
         }
         let mut first = [0u8; 1];
         match stream.peek(&mut first) {
-            Ok(1) if first[0] == socks::VERSION => socks::serve(self, stream),
-            Ok(1) => http::serve(self, stream),
+            Ok(1) if first[0] == socks::VERSION => socks::serve(self, stream, stop),
+            Ok(1) => http::serve(self, stream, stop),
             _ => {}
         }
     }
@@ -314,22 +366,52 @@ impl Proxy {
     }
 }
 
-/// Counts a connection until its thread ends.
-struct OpenGuard(Arc<AtomicUsize>);
+/// One command's connections: what ends them when the command ends.
+#[derive(Debug)]
+struct CallConns {
+    /// Becomes readable (hung up) when [`CallProxy`] drops its other end:
+    /// the accept loop and every relay poll it.
+    stop: UnixStream,
+    open: Mutex<Open>,
+}
 
-impl Drop for OpenGuard {
+/// The connections a command holds open, by id.
+#[derive(Debug, Default)]
+struct Open {
+    /// The command has ended: admit nothing more.
+    ended: bool,
+    next: u64,
+    /// A second handle on each client socket, to shut it down from
+    /// outside its thread (which may be blocked reading a request head).
+    clients: HashMap<u64, TcpStream>,
+}
+
+/// Counts a connection, for its command and the module, until its thread
+/// ends.
+struct ConnGuard {
+    conns: Arc<CallConns>,
+    live: Arc<AtomicUsize>,
+    id: u64,
+}
+
+impl Drop for ConnGuard {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        let mut open = self.conns.open.lock().unwrap_or_else(PoisonError::into_inner);
+        open.clients.remove(&self.id);
+        self.live.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-/// One command's proxy; dropping it stops accepting (at once: the accept
-/// thread wakes on the closed stop socket) and closes the listener.
-/// Connections still open end by themselves: their command is gone, so
-/// their client side is closed.
+/// One command's proxy; dropping it (when the command or job ends) stops
+/// accepting, closes the listener and ends every connection the command
+/// opened: relays wake on the closed stop socket, and each client socket
+/// is shut down both ways (which also ends a thread still reading a
+/// request head). A thread still connecting upstream ends when that
+/// attempt does (at most [`CONNECT_TIMEOUT`] per address).
 #[derive(Debug)]
 pub struct CallProxy {
     stop: Option<UnixStream>,
+    conns: Arc<CallConns>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -338,6 +420,11 @@ impl Drop for CallProxy {
         drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        let mut open = self.conns.open.lock().unwrap_or_else(PoisonError::into_inner);
+        open.ended = true;
+        for client in open.clients.values() {
+            let _ = client.shutdown(Shutdown::Both);
         }
     }
 }

@@ -1,18 +1,42 @@
 //! Copying bytes both ways between the command's connection and the
-//! upstream one, in one thread, until both sides are done or neither has
-//! sent a byte for the idle timeout.
+//! upstream one, in one thread, until both sides are done, neither has
+//! sent a byte for the idle timeout, the upstream has not finished
+//! [`UPSTREAM_GRACE`] after the command closed its side, or the command
+//! has ended (its stop socket hung up).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsRawFd;
-use std::time::Duration;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::time::{Duration, Instant};
+
+use super::UPSTREAM_GRACE;
 
 /// Bytes read per wake, per direction.
 const CHUNK: usize = 16 * 1024;
 
 /// Sends `first` upstream, then relays until both directions have ended,
-/// an error, or `idle` without traffic.
-pub fn pump(client: &mut TcpStream, upstream: &mut TcpStream, first: &[u8], idle: Duration) {
+/// an error, `idle` without traffic, the grace after the client's end, or
+/// `stop` becoming readable. Both sockets are shut down on return, so that
+/// neither peer waits on a connection nobody relays any more.
+pub fn pump(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    first: &[u8],
+    idle: Duration,
+    stop: BorrowedFd<'_>,
+) {
+    relay(client, upstream, first, idle, stop);
+    let _ = client.shutdown(Shutdown::Both);
+    let _ = upstream.shutdown(Shutdown::Both);
+}
+
+fn relay(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    first: &[u8],
+    idle: Duration,
+    stop: BorrowedFd<'_>,
+) {
     if upstream.write_all(first).is_err() {
         return;
     }
@@ -23,12 +47,27 @@ pub fn pump(client: &mut TcpStream, upstream: &mut TcpStream, first: &[u8], idle
     let mut buf = vec![0u8; CHUNK];
     // Whether each side can still be read: [client, upstream].
     let mut open = [true, true];
-    let idle_ms = idle.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // Set when the client has closed its side.
+    let mut grace_end: Option<Instant> = None;
     while open[0] || open[1] {
-        let mut fds = [poll_entry(client, open[0]), poll_entry(upstream, open[1])];
-        // SAFETY: polling two fds borrowed for the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, idle_ms) };
+        let wait = match grace_end {
+            Some(end) => match end.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left.min(idle),
+                _ => return, // the upstream had its grace
+            },
+            None => idle,
+        };
+        let mut fds = [
+            poll_entry(client.as_raw_fd(), open[0]),
+            poll_entry(upstream.as_raw_fd(), open[1]),
+            poll_entry(stop.as_raw_fd(), true),
+        ];
+        // SAFETY: polling three fds borrowed for the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 3, millis(wait)) };
         if n == 0 {
+            if grace_end.is_some() {
+                continue; // the loop's head decides
+            }
             return; // idle
         }
         if n < 0 {
@@ -36,6 +75,9 @@ pub fn pump(client: &mut TcpStream, upstream: &mut TcpStream, first: &[u8], idle
                 continue;
             }
             return;
+        }
+        if fds[2].revents != 0 {
+            return; // the command has ended
         }
         for side in 0..2 {
             if !open[side] || fds[side].revents == 0 {
@@ -50,6 +92,9 @@ pub fn pump(client: &mut TcpStream, upstream: &mut TcpStream, first: &[u8], idle
                 Ok(0) => {
                     open[side] = false;
                     let _ = to.shutdown(Shutdown::Write);
+                    if side == 0 {
+                        grace_end = Some(Instant::now() + UPSTREAM_GRACE);
+                    }
                 }
                 Ok(n) => {
                     if to.write_all(&buf[..n]).is_err() {
@@ -63,9 +108,15 @@ pub fn pump(client: &mut TcpStream, upstream: &mut TcpStream, first: &[u8], idle
     }
 }
 
-fn poll_entry(s: &TcpStream, open: bool) -> libc::pollfd {
+/// `wait` in whole milliseconds for `poll` (rounded up, so that a
+/// deadline is not polled for with 0 repeatedly).
+fn millis(wait: Duration) -> libc::c_int {
+    wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int
+}
+
+fn poll_entry(fd: std::os::fd::RawFd, open: bool) -> libc::pollfd {
     libc::pollfd {
-        fd: if open { s.as_raw_fd() } else { -1 },
+        fd: if open { fd } else { -1 },
         events: libc::POLLIN,
         revents: 0,
     }

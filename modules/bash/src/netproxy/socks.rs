@@ -10,6 +10,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::fd::BorrowedFd;
 use std::time::Instant;
 
 use super::allow::NameRefusal;
@@ -42,16 +43,16 @@ pub fn reply_code(refusal: &Refusal) -> u8 {
         Refusal::Name(_) | Refusal::NotPublic(_) => reply::NOT_ALLOWED,
         Refusal::NotFound(_) => reply::HOST_UNREACHABLE,
         Refusal::Connect(_) => reply::REFUSED,
-        Refusal::TooMany => reply::GENERAL_FAILURE,
+        Refusal::TooMany | Refusal::Busy => reply::GENERAL_FAILURE,
     }
 }
 
 /// Serves one SOCKS5 connection.
-pub fn serve(proxy: &Proxy, mut client: TcpStream) {
-    let _ = handshake(proxy, &mut client);
+pub fn serve(proxy: &Proxy, mut client: TcpStream, stop: BorrowedFd<'_>) {
+    let _ = handshake(proxy, &mut client, stop);
 }
 
-fn handshake(proxy: &Proxy, client: &mut TcpStream) -> std::io::Result<()> {
+fn handshake(proxy: &Proxy, client: &mut TcpStream, stop: BorrowedFd<'_>) -> std::io::Result<()> {
     let reader = &mut Deadline::new(&*client, Instant::now() + HEAD_TIMEOUT);
     let [_version, count] = read::<2>(reader)?;
     let mut methods = [0u8; 255];
@@ -90,7 +91,7 @@ fn handshake(proxy: &Proxy, client: &mut TcpStream) -> std::io::Result<()> {
     match proxy.open("socks5", &host, port) {
         Ok(mut upstream) => {
             send_reply(client, reply::OK)?;
-            super::relay::pump(client, &mut upstream, &[], proxy.idle());
+            super::relay::pump(client, &mut upstream, &[], proxy.idle(), stop);
             Ok(())
         }
         Err(refusal) => send_reply(client, reply_code(&refusal)),
