@@ -529,3 +529,27 @@ async fn tunnels_end_with_their_command() {
     let out = run("echo next-call-ok".into()).await;
     assert!(out.contains("next-call-ok"), "{out}");
 }
+
+#[test]
+fn sockets_of_families_the_sandbox_does_not_need_are_refused() {
+    // AF_VSOCK reaches the hypervisor's transport and shares its port space
+    // with the outside: no network namespace covers it.
+    let probe = "python3 -c '\n\
+        import socket\n\
+        for name, fam, kind in ((\"vsock\", 40, socket.SOCK_STREAM), (\"unix\", socket.AF_UNIX, socket.SOCK_STREAM), (\"inet\", socket.AF_INET, socket.SOCK_STREAM)):\n\
+        \x20   try:\n\
+        \x20       socket.socket(fam, kind).close(); print(name, \"open\")\n\
+        \x20   except OSError as e:\n\
+        \x20       print(name, \"refused\", e.errno)\n'";
+    for config in ["network = false", PINNED] {
+        let env = Env::new(&plan(config));
+        let r = bash(&env, probe);
+        let out = stdout(&r.result);
+        assert!(out.contains("vsock refused"), "[{config}] {}", r.result);
+        assert!(
+            out.contains("unix open") && out.contains("inet open"),
+            "[{config}] {}",
+            r.result
+        );
+    }
+}

@@ -48,6 +48,9 @@ pub struct Layers {
     pub net_proxy: bool,
     /// Seccomp refusal of inet sockets (network off without a namespace).
     pub seccomp_net: bool,
+    /// Seccomp refusal of socket families a network namespace does not
+    /// confine (AF_VSOCK, AF_PACKET, …): whenever `network` is not true.
+    pub seccomp_families: bool,
     /// Landlock filesystem and scope rules.
     pub landlock: bool,
     /// The seccomp syscall filter.
@@ -256,6 +259,7 @@ impl Sandbox {
             net_ns: !req.network,
             net_proxy: req.allowlist.is_some(),
             seccomp_net: false,
+            seccomp_families: false,
             landlock: true,
             seccomp: true,
             no_new_privs: true,
@@ -302,7 +306,7 @@ impl Sandbox {
                 Err(e) => why.push(("cgroup", e.to_string())),
             }
         }
-        match seccomp::program(false) {
+        match seccomp::program(seccomp::Sockets::Any) {
             Ok(_) => {}
             Err(e) => {
                 want.seccomp = false;
@@ -330,6 +334,7 @@ impl Sandbox {
         };
         let mut full = want;
         full.seccomp_net = !req.network && !want.net_ns && want.seccomp;
+        full.seccomp_families = !req.network && want.seccomp;
         let layers = if stamped && sandbox.install_seccomp(&full).is_ok() {
             full
         } else {
@@ -403,7 +408,12 @@ impl Sandbox {
 
     fn install_seccomp(&mut self, layers: &Layers) -> Result<(), SandboxError> {
         self.seccomp = if layers.seccomp {
-            let compiled = seccomp::program(layers.seccomp_net)?;
+            let sockets = match (layers.seccomp_net, layers.seccomp_families) {
+                (true, _) => seccomp::Sockets::LocalOnly,
+                (false, true) => seccomp::Sockets::LocalAndInet,
+                (false, false) => seccomp::Sockets::Any,
+            };
+            let compiled = seccomp::program(sockets)?;
             seccomp::PREFIX
                 .iter()
                 .copied()

@@ -74,6 +74,7 @@ pub(super) fn settle(
     let mut layers = want;
     for _ in 0..12 {
         layers.seccomp_net = !req.network && !layers.net_ns && layers.seccomp;
+        layers.seccomp_families = !req.network && layers.seccomp;
         if let Err(e) = sandbox.install_seccomp(&layers) {
             layers.seccomp = false;
             why.push(("seccomp", e.to_string()));
@@ -415,7 +416,7 @@ pub(super) fn report(
         out.push(item(
             "network off (seccomp)",
             l.seccomp_net,
-            "no network namespace here; socket(AF_INET, AF_INET6, AF_PACKET) is refused".into(),
+            "no network namespace here; seccomp lets only AF_UNIX and AF_NETLINK sockets be made".into(),
             why,
             &["net_ns", "seccomp"],
         ));
@@ -432,7 +433,9 @@ pub(super) fn report(
         l.seccomp,
         "ptrace, process_vm_*, pidfd_getfd, mount and the new mount API, unshare, setns, clone with CLONE_NEW* \
          flags, bpf, keyctl, perf_event_open, userfaultfd, io_uring, modules, kexec, swap, reboot and every x32-ABI \
-         call are refused (EPERM); clone3 fails with ENOSYS so libc falls back to clone"
+         call are refused (EPERM); clone3 fails with ENOSYS so libc falls back to clone; unless network = true, \
+         socket families other than AF_UNIX, AF_NETLINK, AF_INET and AF_INET6 (AF_VSOCK, AF_PACKET, …: no network \
+         namespace confines them) are refused"
             .into(),
         why,
         &["seccomp", "no_new_privs"],
