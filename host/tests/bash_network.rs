@@ -553,3 +553,28 @@ fn sockets_of_families_the_sandbox_does_not_need_are_refused() {
         );
     }
 }
+
+#[test]
+fn a_pin_holds_only_through_its_exact_entry_and_port() {
+    let allowed = Origin::start();
+    let other = Origin::start();
+    let (a, o) = (allowed.port, other.port);
+    let env = Env::new(&plan(&format!(
+        "network = [\"allowed.test:{a}\", \"*.test\"]\nnetwork_resolve = {{ \"allowed.test\" = \"127.0.0.1\" }}"
+    )));
+    let r = bash(
+        &env,
+        &format!(
+            "curl -sS -m 10 http://allowed.test:{a}/pinned; \
+             curl -sS -m 10 -i http://allowed.test:{o}/other | grep -i '^x-toolhost-refused'; exit 0"
+        ),
+    );
+    let out = stdout(&r.result);
+    assert!(out.contains("origin-ok /pinned"), "{}", r.result);
+    assert_eq!(other.hits(), 0, "the pin held on another port: {}", r.result);
+    assert!(
+        out.to_ascii_lowercase().contains("x-toolhost-refused:"),
+        "{}",
+        r.result
+    );
+}

@@ -40,8 +40,9 @@ pub enum ListError {
     /// A port that is not 1..=65535.
     #[error("network entry `{0}` has an invalid port (1 to 65535)")]
     Port(String),
-    /// A `network_resolve` name that no list entry allows.
-    #[error("network_resolve names `{0}`, which is not on the network list; add it there too")]
+    /// A `network_resolve` name that no list entry names exactly (a
+    /// wildcard does not carry a pin).
+    #[error("network_resolve names `{0}`, which is not on the network list by name (a wildcard entry does not count); add it there too")]
     PinnedNotListed(String),
 }
 
@@ -69,7 +70,7 @@ impl Allowlist {
         };
         for (name, ip) in pins {
             let norm = normalize(name).ok_or_else(|| ListError::Syntax(name.clone()))?;
-            if !list.entries.iter().any(|e| e.matches_name(&norm)) {
+            if !list.entries.iter().any(|e| !e.wildcard && e.name == norm) {
                 return Err(ListError::PinnedNotListed(name.clone()));
             }
             list.pinned.insert(norm, *ip);
@@ -94,9 +95,18 @@ impl Allowlist {
         }
     }
 
-    /// The address `network_resolve` pins `name` to (normalized name).
-    pub fn pinned(&self, name: &str) -> Option<IpAddr> {
-        self.pinned.get(name).copied()
+    /// The address `network_resolve` pins `name` (normalized) to on
+    /// `port`: only when an entry naming it exactly (not a wildcard)
+    /// allows that port. A name reached through a wildcard entry alone is
+    /// resolved through DNS like any other, so that `"a.test:8080"` pinned
+    /// to loopback does not open every loopback port when `"*.test"` is
+    /// listed too.
+    pub fn pinned(&self, name: &str, port: u16) -> Option<IpAddr> {
+        let exact = self
+            .entries
+            .iter()
+            .any(|e| !e.wildcard && e.name == name && e.port.is_none_or(|p| p == port));
+        exact.then(|| self.pinned.get(name).copied()).flatten()
     }
 
     /// The list as the plan wrote it (normalized), for messages.
@@ -250,5 +260,22 @@ mod tests {
             Allowlist::parse(&["a.test".into()], &pins),
             Err(ListError::PinnedNotListed(_))
         ));
+        // A wildcard does not carry a pin.
+        assert!(matches!(
+            Allowlist::parse(&["*.test".into()], &pins),
+            Err(ListError::PinnedNotListed(_))
+        ));
+    }
+
+    #[test]
+    fn a_pin_holds_only_through_its_exact_entry_and_port() {
+        let loopback = IpAddr::from([127, 0, 0, 1]);
+        let pins = BTreeMap::from([("a.test".to_string(), loopback)]);
+        let l = Allowlist::parse(&["a.test:8001".into(), "*.test".into()], &pins).expect("parses");
+        assert_eq!(l.pinned("a.test", 8001), Some(loopback));
+        assert!(l.check("a.test", 8002).is_ok(), "the wildcard admits the name");
+        assert_eq!(l.pinned("a.test", 8002), None, "but not its pin");
+        let l = Allowlist::parse(&["a.test".into()], &pins).expect("parses");
+        assert_eq!(l.pinned("a.test", 8002), Some(loopback));
     }
 }

@@ -347,7 +347,7 @@ impl Proxy {
 
     fn decide(&self, host: &str, port: u16) -> Result<TcpStream, Refusal> {
         let name = self.list.check(host, port).map_err(Refusal::Name)?;
-        let addrs = resolve::addresses(&name, port, self.list.pinned(&name)).map_err(|e| match e {
+        let addrs = resolve::addresses(&name, port, self.list.pinned(&name, port)).map_err(|e| match e {
             ResolveError::NotFound(why) => Refusal::NotFound(why),
             ResolveError::NotPublic(ip) => Refusal::NotPublic(ip),
         })?;
