@@ -578,3 +578,58 @@ fn a_pin_holds_only_through_its_exact_entry_and_port() {
         r.result
     );
 }
+
+/// An origin that records everything one connection sends within a second,
+/// then answers.
+fn recording_origin() -> (u16, Arc<std::sync::Mutex<String>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = Arc::new(std::sync::Mutex::new(String::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = s.read(&mut buf) {
+                record
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n");
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn plain_http_carries_one_request_with_the_checked_host() {
+    let (port, seen) = recording_origin();
+    let env = Env::new(&plan(PINNED));
+    // A foreign Host header, a body, and a second request for another host
+    // pipelined behind the first.
+    let script = format!(
+        "import socket\n\
+         s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
+         s.sendall(b'POST http://allowed.test:{port}/one HTTP/1.1\\r\\nHost: evil.test:8002\\r\\nContent-Length: 4\\r\\n\\r\\nbodyGET http://evil.test/two HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n')\n\
+         s.settimeout(10)\n\
+         got = b''\n\
+         while True:\n\
+         \x20   b = s.recv(4096)\n\
+         \x20   if not b: break\n\
+         \x20   got += b\n\
+         print(got.split(b'\\r\\n')[0].decode())\n"
+    );
+    std::fs::write(env.path().join("pipe.py"), script).expect("script");
+    let r = bash(&env, "python3 pipe.py");
+    assert!(
+        stdout(&r.result).contains("HTTP/1.1 200"),
+        "{}\n{}",
+        r.result,
+        r.stderr
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.contains(&format!("Host: allowed.test:{port}\r\n")), "{seen}");
+    assert!(seen.contains("\r\n\r\nbody"), "{seen}");
+    assert!(!seen.contains("evil.test"), "the origin saw another host: {seen}");
+}

@@ -1,7 +1,10 @@
 //! The HTTP side of the proxy: `CONNECT host:port` tunnels and plain
 //! `http://` requests in absolute form. The request head is parsed with
 //! `httparse` (bounded: [`MAX_HEAD_BYTES`], [`MAX_HEADERS`]); a plain
-//! request is forwarded in origin form with `Connection: close`, so that
+//! request is forwarded in origin form with `Host` set to the checked
+//! authority and `Connection: close`, followed by exactly its
+//! `Content-Length` bytes of body (chunked request bodies are refused):
+//! nothing the client sends after its one request reaches the origin, so
 //! one proxy connection never carries a second request (which could name
 //! another host) past the check.
 
@@ -13,13 +16,15 @@ use std::time::Instant;
 use super::deadline::Deadline;
 use super::{Proxy, Refusal, HEAD_TIMEOUT, MAX_HEADERS, MAX_HEAD_BYTES};
 
-/// Headers meant for the proxy (or this hop), not the origin.
-const HOP_HEADERS: [&str; 5] = [
+/// Headers meant for the proxy (or this hop), not the origin, and `host`,
+/// which the proxy sets to the authority it checked.
+const HOP_HEADERS: [&str; 6] = [
     "connection",
     "proxy-connection",
     "proxy-authorization",
     "keep-alive",
     "te",
+    "host",
 ];
 
 /// Serves one HTTP proxy connection.
@@ -61,7 +66,7 @@ pub fn serve(proxy: &Proxy, mut client: TcpStream, stop: BorrowedFd<'_>) {
         {
             return;
         }
-        super::relay::pump(&mut client, &mut upstream, rest, proxy.idle(), stop);
+        super::relay::pump(&mut client, &mut upstream, rest, proxy.idle(), stop, None);
         return;
     }
     let Some(after) = strip_prefix_ci(target, "http://") else {
@@ -86,7 +91,17 @@ pub fn serve(proxy: &Proxy, mut client: TcpStream, stop: BorrowedFd<'_>) {
         p if p.starts_with('/') => p,
         p => return bad(&mut client, &format!("unsupported request target `{p}`")),
     };
+    let body_len = match body_length(req.headers) {
+        Ok(n) => n,
+        Err(why) => return bad(&mut client, why),
+    };
     let mut head = format!("{method} {path} HTTP/1.{version}\r\n").into_bytes();
+    head.extend_from_slice(b"Host: ");
+    head.extend_from_slice(host.as_bytes());
+    if port != 80 {
+        head.extend_from_slice(format!(":{port}").as_bytes());
+    }
+    head.extend_from_slice(b"\r\n");
     for h in req.headers.iter() {
         if HOP_HEADERS.iter().any(|n| h.name.eq_ignore_ascii_case(n)) {
             continue;
@@ -97,12 +112,45 @@ pub fn serve(proxy: &Proxy, mut client: TcpStream, stop: BorrowedFd<'_>) {
         head.extend_from_slice(b"\r\n");
     }
     head.extend_from_slice(b"Connection: close\r\n\r\n");
-    head.extend_from_slice(rest);
+    let sent = rest.len().min(usize::try_from(body_len).unwrap_or(usize::MAX));
+    head.extend_from_slice(&rest[..sent]);
+    let budget = body_len - sent as u64;
     let mut upstream = match proxy.open("http", host, port) {
         Ok(u) => u,
         Err(r) => return refuse(proxy, &mut client, host, port, &r),
     };
-    super::relay::pump(&mut client, &mut upstream, &head, proxy.idle(), stop);
+    super::relay::pump(
+        &mut client,
+        &mut upstream,
+        &head,
+        proxy.idle(),
+        stop,
+        Some(budget),
+    );
+}
+
+/// The request body's length: its `Content-Length`, or 0 without one.
+/// A chunked (or otherwise transfer-encoded) body is refused: its end
+/// cannot be found without decoding it, and bytes past it could be a
+/// second request.
+fn body_length(headers: &[httparse::Header<'_>]) -> Result<u64, &'static str> {
+    let mut length = None;
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err("transfer-encoded (chunked) request bodies are not proxied; send Content-Length");
+        }
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n: u64 = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or("invalid Content-Length")?;
+            if length.is_some_and(|l| l != n) {
+                return Err("conflicting Content-Length headers");
+            }
+            length = Some(n);
+        }
+    }
+    Ok(length.unwrap_or(0))
 }
 
 /// A status to answer and why, or `None` when the client went away or was

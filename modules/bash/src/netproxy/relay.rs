@@ -16,16 +16,20 @@ const CHUNK: usize = 16 * 1024;
 
 /// Sends `first` upstream, then relays until both directions have ended,
 /// an error, `idle` without traffic, the grace after the client's end, or
-/// `stop` becoming readable. Both sockets are shut down on return, so that
-/// neither peer waits on a connection nobody relays any more.
+/// `stop` becoming readable. With `client_budget`, at most that many more
+/// bytes go from the client upstream (the rest of one request's body);
+/// then the client is no longer read, so nothing it sends after its one
+/// request reaches the upstream. Both sockets are shut down on return, so
+/// that neither peer waits on a connection nobody relays any more.
 pub fn pump(
     client: &mut TcpStream,
     upstream: &mut TcpStream,
     first: &[u8],
     idle: Duration,
     stop: BorrowedFd<'_>,
+    client_budget: Option<u64>,
 ) {
-    relay(client, upstream, first, idle, stop);
+    relay(client, upstream, first, idle, stop, client_budget);
     let _ = client.shutdown(Shutdown::Both);
     let _ = upstream.shutdown(Shutdown::Both);
 }
@@ -36,6 +40,7 @@ fn relay(
     first: &[u8],
     idle: Duration,
     stop: BorrowedFd<'_>,
+    mut client_budget: Option<u64>,
 ) {
     if upstream.write_all(first).is_err() {
         return;
@@ -50,6 +55,9 @@ fn relay(
     // Set when the client has closed its side.
     let mut grace_end: Option<Instant> = None;
     while open[0] || open[1] {
+        if client_budget == Some(0) {
+            open[0] = false; // the request is complete: read no more of it
+        }
         let wait = match grace_end {
             Some(end) => match end.checked_duration_since(Instant::now()) {
                 Some(left) if !left.is_zero() => left.min(idle),
@@ -88,7 +96,11 @@ fn relay(
             } else {
                 (&mut *upstream, &mut *client)
             };
-            match from.read(&mut buf) {
+            let room = match (side, client_budget) {
+                (0, Some(left)) => buf.len().min(usize::try_from(left).unwrap_or(usize::MAX)),
+                _ => buf.len(),
+            };
+            match from.read(&mut buf[..room]) {
                 Ok(0) => {
                     open[side] = false;
                     let _ = to.shutdown(Shutdown::Write);
@@ -97,6 +109,9 @@ fn relay(
                     }
                 }
                 Ok(n) => {
+                    if let (0, Some(left)) = (side, client_budget.as_mut()) {
+                        *left -= n as u64;
+                    }
                     if to.write_all(&buf[..n]).is_err() {
                         return;
                     }

@@ -91,7 +91,7 @@ fn handshake(proxy: &Proxy, client: &mut TcpStream, stop: BorrowedFd<'_>) -> std
     match proxy.open("socks5", &host, port) {
         Ok(mut upstream) => {
             send_reply(client, reply::OK)?;
-            super::relay::pump(client, &mut upstream, &[], proxy.idle(), stop);
+            super::relay::pump(client, &mut upstream, &[], proxy.idle(), stop, None);
             Ok(())
         }
         Err(refusal) => send_reply(client, reply_code(&refusal)),
