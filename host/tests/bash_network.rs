@@ -633,3 +633,52 @@ fn plain_http_carries_one_request_with_the_checked_host() {
     assert!(seen.contains("\r\n\r\nbody"), "{seen}");
     assert!(!seen.contains("evil.test"), "the origin saw another host: {seen}");
 }
+
+#[test]
+fn refusals_are_logged_at_a_bounded_rate_with_their_reason() {
+    let env = Env::new(&plan(PINNED));
+    // User information in a CONNECT target, an empty SOCKS5 domain, then
+    // 60 refusals as fast as a loop can make them.
+    let script = "import socket\n\
+        def ask(data, n):\n\
+        \x20   s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
+        \x20   s.sendall(data)\n\
+        \x20   got = s.recv(n)\n\
+        \x20   s.close()\n\
+        \x20   return got\n\
+        head = ask(b'CONNECT user:pass@allowed.test:443 HTTP/1.1\\r\\n\\r\\n', 4096).decode().lower()\n\
+        print([l for l in head.split('\\r\\n') if l.startswith('x-toolhost-refused')])\n\
+        s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
+        s.sendall(b'\\x05\\x01\\x00'); s.recv(2)\n\
+        s.sendall(b'\\x05\\x01\\x00\\x03\\x00\\x00\\x50'); print('socks reply', s.recv(10)[1])\n\
+        for _ in range(60):\n\
+        \x20   ask(b'CONNECT evil.test:443 HTTP/1.1\\r\\n\\r\\n', 4096)\n\
+        print('flood done')\n";
+    std::fs::write(env.path().join("refusals.py"), script).expect("script");
+    let r = bash(&env, "python3 refusals.py");
+    let out = stdout(&r.result);
+    assert!(
+        out.contains("x-toolhost-refused: bad_name"),
+        "{}\n{}",
+        r.result,
+        r.stderr
+    );
+    assert!(
+        out.contains("socks reply 2") && out.contains("flood done"),
+        "{}",
+        r.result
+    );
+    assert!(r.stderr.contains("refused socks5 :80 (bad_name)"), "{}", r.stderr);
+    assert!(!r.stderr.contains("refused a connection"), "{}", r.stderr);
+    let logged = r.stderr.matches("refused connect evil.test:443").count();
+    assert!(
+        (1..=30).contains(&logged),
+        "{logged} refusals logged:\n{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("more refused connections not logged"),
+        "no summary of the refusals left out:\n{}",
+        r.stderr
+    );
+}

@@ -80,6 +80,11 @@ impl Allowlist {
 
     /// Checks `host:port` as a client asked for it; the normalized name.
     pub fn check(&self, host: &str, port: u16) -> Result<String, NameRefusal> {
+        // `user@host`, `user:pass@host`: user information is no part of a
+        // host name (and its `:` is not an IPv6 address's).
+        if host.contains('@') {
+            return Err(NameRefusal::Syntax);
+        }
         if is_ip_literal(host) {
             return Err(NameRefusal::IpLiteral);
         }
@@ -217,6 +222,14 @@ mod tests {
             Err(NameRefusal::NotListed)
         );
         assert_eq!(l.check("bad host", 80), Err(NameRefusal::Syntax));
+        assert_eq!(l.check("", 80), Err(NameRefusal::Syntax));
+        for userinfo in [
+            "user@pkg.example.org",
+            "user:pass@pkg.example.org",
+            "u:p@127.0.0.1",
+        ] {
+            assert_eq!(l.check(userinfo, 443), Err(NameRefusal::Syntax), "{userinfo}");
+        }
         assert_eq!(l.check("a..b", 80), Err(NameRefusal::Syntax));
     }
 

@@ -72,18 +72,41 @@ const THREAD_STACK: usize = 256 * 1024;
 /// What the proxy did with one request, for the log and the event.
 #[derive(Debug, Clone)]
 pub struct Decision<'a> {
-    /// `http`, `connect` or `socks5`.
+    /// `http`, `connect` or `socks5` (`tcp` for [`Target::Unread`]).
     pub protocol: &'static str,
-    /// The host as the client asked for it.
-    pub host: &'a str,
-    /// The port.
-    pub port: u16,
+    /// What the client asked for.
+    pub target: Target<'a>,
     /// `None`: allowed and connected.
     pub refused: Option<&'a Refusal>,
 }
 
-/// Receives every decision (the mount logs and emits them).
-pub type Reporter = Arc<dyn Fn(&Decision<'_>) + Send + Sync>;
+/// What a decided connection asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// Refused on accept, before any request was read (a connection cap).
+    Unread,
+    /// The host (as the client wrote it, possibly empty or malformed) and
+    /// port of the request.
+    Named {
+        /// The host.
+        host: &'a str,
+        /// The port.
+        port: u16,
+    },
+}
+
+/// What the proxy tells its reporter.
+#[derive(Debug, Clone)]
+pub enum Report<'a> {
+    /// One request decided.
+    Decision(Decision<'a>),
+    /// A command's proxy has ended (the moment to sum up what the log
+    /// left out).
+    CallEnded,
+}
+
+/// Receives every report (the mount logs and emits them).
+pub type Reporter = Arc<dyn Fn(&Report<'_>) + Send + Sync>;
 
 /// Why a request was not carried out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,6 +253,7 @@ impl Proxy {
         Ok(CallProxy {
             stop: Some(stop_tx),
             conns,
+            reporter: self.reporter.clone(),
             thread: Some(thread),
         })
     }
@@ -271,7 +295,7 @@ impl Proxy {
             let guard = match self.admit(conns, &stream) {
                 Ok(guard) => guard,
                 Err(refusal) => {
-                    self.report("tcp", "", 0, Some(&refusal));
+                    self.decided("tcp", Target::Unread, Some(&refusal));
                     let _ = stream.shutdown(Shutdown::Both);
                     continue;
                 }
@@ -335,14 +359,17 @@ impl Proxy {
         result
     }
 
-    /// Hands one decision to the reporter.
+    /// Hands the decision on a request for `host:port` to the reporter.
     pub fn report(&self, protocol: &'static str, host: &str, port: u16, refused: Option<&Refusal>) {
-        (self.reporter)(&Decision {
+        self.decided(protocol, Target::Named { host, port }, refused);
+    }
+
+    fn decided(&self, protocol: &'static str, target: Target<'_>, refused: Option<&Refusal>) {
+        (self.reporter)(&Report::Decision(Decision {
             protocol,
-            host,
-            port,
+            target,
             refused,
-        });
+        }));
     }
 
     fn decide(&self, host: &str, port: u16) -> Result<TcpStream, Refusal> {
@@ -408,11 +435,19 @@ impl Drop for ConnGuard {
 /// is shut down both ways (which also ends a thread still reading a
 /// request head). A thread still connecting upstream ends when that
 /// attempt does (at most [`CONNECT_TIMEOUT`] per address).
-#[derive(Debug)]
 pub struct CallProxy {
     stop: Option<UnixStream>,
     conns: Arc<CallConns>,
+    reporter: Reporter,
     thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for CallProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallProxy")
+            .field("conns", &self.conns)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Drop for CallProxy {
@@ -426,5 +461,7 @@ impl Drop for CallProxy {
         for client in open.clients.values() {
             let _ = client.shutdown(Shutdown::Both);
         }
+        drop(open);
+        (self.reporter)(&Report::CallEnded);
     }
 }
