@@ -487,7 +487,30 @@ fn proxy_threads(pid: u32) -> usize {
 async fn tunnels_end_with_their_command() {
     let port = silent_origin();
     let env = Env::new(&plan(PINNED));
-    let (client, pid) = common::serve::client(env.command(), ()).await;
+    // The host under a small fd limit (prlimit execs it: same pid), so
+    // that tunnels outliving their command would soon starve it.
+    let host = env.command();
+    let mut cmd = Command::new("prlimit");
+    cmd.arg("--nofile=128:128")
+        .arg("--")
+        .arg(host.get_program())
+        .args(host.get_args())
+        .current_dir(env.path())
+        .stdin(Stdio::null());
+    for (key, value) in host.get_envs() {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
+    }
+    let (client, pid) = common::serve::client(cmd, ()).await;
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    assert!(
+        limits
+            .lines()
+            .any(|l| l.starts_with("Max open files") && l.contains(" 128 ")),
+        "{limits}"
+    );
     let run = |command: String| {
         let client = &client;
         async move {
@@ -508,8 +531,12 @@ async fn tunnels_end_with_their_command() {
          print('tunnels', sum(s.recv(100).startswith(b'HTTP/1.1 200') for s in held))\n"
     );
     std::fs::write(env.path().join("tunnels.py"), script).expect("script");
-    let out = run("python3 tunnels.py".into()).await;
-    assert!(out.contains("tunnels 16"), "{out}");
+    // Four commands in a row, each leaving 16 tunnels behind when it
+    // exits: 128 fds and more if they stayed.
+    for round in 1..=4 {
+        let out = run("python3 tunnels.py".into()).await;
+        assert!(out.contains("tunnels 16"), "command {round}: {out}");
+    }
     // The command is gone: within a couple of seconds its tunnels are too
     // (the silent origin would hold them for the idle timeout).
     let deadline = Instant::now() + Duration::from_secs(3);
