@@ -465,3 +465,77 @@ impl Drop for CallProxy {
         (self.reporter)(&Report::CallEnded);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A proxy serving a loopback listener, and the refusal codes it
+    /// reported.
+    fn serving() -> (
+        Proxy,
+        CallProxy,
+        std::net::SocketAddr,
+        Arc<Mutex<Vec<&'static str>>>,
+    ) {
+        let mut proxy = Proxy::new(Allowlist::default(), DEFAULT_IDLE_TIMEOUT);
+        let codes = Arc::new(Mutex::new(Vec::new()));
+        let seen = codes.clone();
+        proxy.report_to(Arc::new(move |r: &Report<'_>| {
+            if let Report::Decision(Decision {
+                refused: Some(refusal),
+                ..
+            }) = r
+            {
+                seen.lock().unwrap().push(refusal.code());
+            }
+        }));
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let call = proxy.serve(OwnedFd::from(listener)).expect("serve");
+        (proxy, call, addr, codes)
+    }
+
+    /// Reads until EOF (or a reset); `false` when nothing ended within 5 s.
+    fn ends(mut s: TcpStream) -> bool {
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let mut buf = [0u8; 64];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) => return e.kind() == io::ErrorKind::ConnectionReset,
+            }
+        }
+    }
+
+    #[test]
+    fn ending_the_call_ends_a_connection_still_sending_its_head() {
+        let (_proxy, call, addr, _) = serving();
+        let client = TcpStream::connect(addr).expect("connect");
+        (&client)
+            .write_all(b"GET http://a.test/ HTTP/1.1\r\n")
+            .expect("write");
+        std::thread::sleep(Duration::from_millis(200));
+        let started = std::time::Instant::now();
+        drop(call);
+        assert!(ends(client), "the connection outlived its call");
+        assert!(
+            started.elapsed() < HEAD_TIMEOUT / 2,
+            "ended by the head deadline, not the call"
+        );
+    }
+
+    #[test]
+    fn the_module_wide_cap_refuses_on_accept() {
+        let (proxy, _call, addr, codes) = serving();
+        proxy.live.store(MAX_LIVE_CONNECTIONS, Ordering::Release);
+        let client = TcpStream::connect(addr).expect("connect");
+        assert!(ends(client), "a connection past the module's cap was held");
+        assert_eq!(*codes.lock().unwrap(), ["proxy_busy"]);
+        assert_eq!(proxy.live.load(Ordering::Acquire), MAX_LIVE_CONNECTIONS);
+    }
+}
