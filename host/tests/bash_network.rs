@@ -645,7 +645,10 @@ fn plain_http_carries_one_request_with_the_checked_host() {
          \x20   b = s.recv(4096)\n\
          \x20   if not b: break\n\
          \x20   got += b\n\
-         print(got.split(b'\\r\\n')[0].decode())\n"
+         print(got.split(b'\\r\\n')[0].decode())\n\
+         s = socket.create_connection(('127.0.0.1', 3128), 5)\n\
+         s.sendall(b'POST http://allowed.test:{port}/chunked HTTP/1.1\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\n')\n\
+         print('chunked:', s.recv(100).split(b'\\r\\n')[0].decode())\n"
     );
     std::fs::write(env.path().join("pipe.py"), script).expect("script");
     let r = bash(&env, "python3 pipe.py");
@@ -659,6 +662,13 @@ fn plain_http_carries_one_request_with_the_checked_host() {
     assert!(seen.contains(&format!("Host: allowed.test:{port}\r\n")), "{seen}");
     assert!(seen.contains("\r\n\r\nbody"), "{seen}");
     assert!(!seen.contains("evil.test"), "the origin saw another host: {seen}");
+    // A chunked body's end is not looked for: such a request is refused.
+    assert!(
+        stdout(&r.result).contains("chunked: HTTP/1.1 400"),
+        "{}",
+        r.result
+    );
+    assert!(!seen.contains("/chunked"), "{seen}");
 }
 
 #[test]
