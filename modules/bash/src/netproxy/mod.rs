@@ -48,8 +48,10 @@ pub const PORT: u16 = 3128;
 pub const MAX_CONNECTIONS: usize = 32;
 /// Connections the module's proxy carries at once for all commands and
 /// background jobs together (each is a thread and three fds); more are
-/// closed on accept (and logged).
-pub const MAX_LIVE_CONNECTIONS: usize = 256;
+/// closed on accept (and logged). 384 fds at most: well within the 1024
+/// a process commonly may open, which the host shares with everything
+/// else it runs.
+pub const MAX_LIVE_CONNECTIONS: usize = 128;
 /// Most bytes of an HTTP request head (request line and headers, and
 /// anything sent before the request line).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
