@@ -43,8 +43,20 @@ pub struct Config {
     /// The OS sandbox around every command: `workspace-write` (default),
     /// `read-only` or `off`.
     pub sandbox: crate::sandbox::Mode,
-    /// Whether commands may use the network (default false).
-    pub network: bool,
+    /// The network commands reach: `false` (default: none), `true` (the
+    /// host's), or a list of host names (`"pkg.example.org"`,
+    /// `"*.example.com"`, `"api.example.net:443"`) reached only through a
+    /// proxy the module runs (see [`crate::netproxy`]).
+    pub network: Network,
+    /// Names the network proxy resolves to a fixed address instead of
+    /// asking DNS, like curl's `--resolve` (`{ "allowed.test" =
+    /// "127.0.0.1" }`). The name must also be on `network`. Such a name may
+    /// point at a loopback or private address (which DNS answers may not):
+    /// for local services and tests.
+    pub network_resolve: BTreeMap<String, std::net::IpAddr>,
+    /// With a network allowlist: a proxied connection with no byte either
+    /// way for this many seconds is closed.
+    pub network_idle_timeout_secs: u64,
     /// Folders writable besides the working folder and the private temp
     /// folder (`~/` and relative paths allowed; they must exist).
     pub writable_paths: Vec<PathBuf>,
@@ -73,10 +85,40 @@ impl Default for Config {
             allow_builtins: true,
             serial: true,
             sandbox: crate::sandbox::Mode::WorkspaceWrite,
-            network: false,
+            network: Network::Flag(false),
+            network_resolve: BTreeMap::new(),
+            network_idle_timeout_secs: crate::netproxy::DEFAULT_IDLE_TIMEOUT.as_secs(),
             writable_paths: Vec::new(),
             hidden_paths: crate::sandbox::config::default_hidden_paths(),
             sandbox_required: false,
+        }
+    }
+}
+
+/// `network = false | true | ["name", …]`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(
+    untagged,
+    expecting = "network must be true, false or a list of host names such as [\"pkg.example.org\", \"*.example.com\", \"api.example.net:443\"]"
+)]
+pub enum Network {
+    /// `false`: no network; `true`: the host's network.
+    Flag(bool),
+    /// Only these names, through the module's proxy.
+    Allow(Vec<String>),
+}
+
+impl Network {
+    /// `network = true`: the host's network, unfiltered.
+    pub fn is_open(&self) -> bool {
+        matches!(self, Network::Flag(true))
+    }
+
+    /// The allowlist, when one is given.
+    pub fn allowlist(&self) -> Option<&[String]> {
+        match self {
+            Network::Allow(names) => Some(names),
+            Network::Flag(_) => None,
         }
     }
 }
@@ -145,6 +187,25 @@ impl Config {
                     "bash: env_set has an invalid variable name `{name}`"
                 )));
             }
+        }
+        if self.network_idle_timeout_secs == 0 {
+            return Err(MountError::new(
+                "bash: network_idle_timeout_secs must be at least 1",
+            ));
+        }
+        if let Some(names) = self.network.allowlist() {
+            crate::netproxy::allow::Allowlist::parse(names, &self.network_resolve)
+                .map_err(|e| MountError::new(format!("bash: {e}")))?;
+            if self.sandbox == crate::sandbox::Mode::Off {
+                return Err(MountError::new(
+                    "bash: a network allowlist needs the sandbox's network namespace, and sandbox = \"off\"; set \
+                     sandbox = \"workspace-write\" or \"read-only\", or network = true",
+                ));
+            }
+        } else if !self.network_resolve.is_empty() {
+            return Err(MountError::new(
+                "bash: network_resolve applies only with a network allowlist (network = [\"name\", …])",
+            ));
         }
         Ok(())
     }

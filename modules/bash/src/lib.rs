@@ -21,6 +21,7 @@
 pub mod config;
 pub mod env;
 pub mod jobs;
+pub mod netproxy;
 pub mod output;
 pub mod policy;
 pub mod process;
@@ -50,7 +51,7 @@ toolhost_core::export_module! {
 /// Registers the tools; the cleanup ends every background job.
 pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, MountError> {
     config.validate()?;
-    let module = Module::new(
+    let mut module = Module::new(
         config,
         coordinator.state_dir(),
         coordinator.working_dir(),
@@ -58,6 +59,10 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
         coordinator.protected(),
     )
     .map_err(MountError::new)?;
+    if let Some(proxy) = &mut module.netproxy {
+        coordinator.contribute_events(&[netproxy::log::REFUSED_EVENT]);
+        proxy.report_to(netproxy::log::reporter(coordinator.clone()));
+    }
     if let Err(e) = report_sandbox(coordinator, &module) {
         // The mount fails: its (empty) temp root goes with it.
         let _ = std::fs::remove_dir(module.sandbox.tmp_root());

@@ -77,6 +77,7 @@ pub fn drive(
         stdout,
         stderr,
         cleanup,
+        ..
     } = spawned;
     let mut out = Some(stdout);
     let mut err = Some(stderr);

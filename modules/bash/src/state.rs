@@ -11,6 +11,8 @@ use toolhost_core::ToolError;
 use crate::config::Config;
 use crate::env::EnvPolicy;
 use crate::jobs::Jobs;
+use crate::netproxy::allow::Allowlist;
+use crate::netproxy::Proxy;
 use crate::output::capture::Capture;
 use crate::policy::CommandPolicy;
 use crate::process::launch::{Launcher, ReaperMissing};
@@ -39,6 +41,9 @@ pub enum SetupError {
     /// The sandbox cannot be built as the plan asks.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// The network allowlist has an entry the proxy cannot use.
+    #[error("bash: {0}")]
+    Allowlist(crate::netproxy::allow::ListError),
 }
 
 /// The mount's shared state.
@@ -61,6 +66,8 @@ pub struct Module {
     pub sandbox: Sandbox,
     /// The mount's zygote, which forks every command's reaper.
     pub launcher: Launcher,
+    /// The network allowlist's proxy, when `network` is a list.
+    pub netproxy: Option<Proxy>,
 }
 
 impl Module {
@@ -99,11 +106,20 @@ impl Module {
         };
         let tmp_root = std::path::absolute(&tmp_root).unwrap_or(tmp_root);
         let launcher = Launcher::new();
+        let netproxy = match config.network.allowlist() {
+            Some(names) => Some(Proxy::new(
+                Allowlist::parse(names, &config.network_resolve).map_err(SetupError::Allowlist)?,
+                Duration::from_secs(config.network_idle_timeout_secs),
+            )),
+            None => None,
+        };
+        let described = netproxy.as_ref().map(|p| p.list().describe());
         let sandbox = Sandbox::new(
             &launcher,
             &Request {
                 mode: config.sandbox,
-                network: config.network,
+                network: config.network.is_open(),
+                allowlist: described.as_deref(),
                 writable_paths: &config.writable_paths,
                 hidden_paths: &config.hidden_paths,
                 processes: config.rlimits.processes,
@@ -128,6 +144,7 @@ impl Module {
         Ok(Module {
             sandbox,
             launcher,
+            netproxy,
             policy: CommandPolicy::new(
                 &config.allowed_commands,
                 &config.denied_commands,
@@ -185,16 +202,25 @@ impl Module {
         let mut call = self.sandbox.prepare(cwd).map_err(|e| {
             ToolError::new("sandbox_failed", format!("could not prepare the sandbox: {e}")).retryable(true)
         })?;
+        let proxied = self.netproxy.is_some() && self.sandbox.layers().net_proxy;
         let with_tmp;
-        let env = match call.tmp() {
-            Some(tmp) => {
+        let env = match (call.tmp(), proxied) {
+            (None, false) => &self.env,
+            (tmp, _) => {
                 let mut env = self.env.clone();
-                env.retain(|(k, _)| k != "TMPDIR");
-                env.push(("TMPDIR".into(), tmp.as_os_str().to_owned()));
+                if let Some(tmp) = tmp {
+                    env.retain(|(k, _)| k != "TMPDIR");
+                    env.push(("TMPDIR".into(), tmp.as_os_str().to_owned()));
+                }
+                if proxied {
+                    // The proxy is the only way out: nothing may bypass it
+                    // (there is nothing to reach directly anyway).
+                    env.retain(|(k, _)| !is_proxy_variable(k));
+                    env.extend(Proxy::env().into_iter().map(|(k, v)| (k.into(), v.into())));
+                }
                 with_tmp = env;
                 &with_tmp
             }
-            None => &self.env,
         };
         let spec = SpawnSpec {
             shell: &self.config.shell,
@@ -214,7 +240,15 @@ impl Module {
         if let Some(reaper) = spawned.tree.pidfd() {
             call.watch_reaper(reaper);
         }
-        spawned.cleanup = Some(Box::new(call));
+        // Serves until the call's cleanup is dropped, after its tree.
+        let proxy = match (&self.netproxy, spawned.proxy_listener.take()) {
+            (Some(p), Some(listener)) => Some(p.serve(listener).map_err(|e| {
+                ToolError::new("spawn_failed", format!("could not start the network proxy: {e}"))
+                    .retryable(true)
+            })?),
+            _ => None,
+        };
+        spawned.cleanup = Some(Box::new((call, proxy)));
         Ok(spawned)
     }
 
@@ -223,6 +257,12 @@ impl Module {
         let cap = self.config.max_output_bytes;
         (Capture::new(cap), Capture::new(cap))
     }
+}
+
+/// `HTTP_PROXY`, `no_proxy`, … in any case: replaced under the allowlist.
+fn is_proxy_variable(name: &std::ffi::OsStr) -> bool {
+    let upper = name.to_string_lossy().to_ascii_uppercase();
+    ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY"].contains(&upper.as_str())
 }
 
 /// A fresh folder of this user's only (mode 0700, unguessable name) under

@@ -3,6 +3,7 @@
 pub mod caps;
 pub mod devfs;
 pub mod launch;
+pub mod netbridge;
 pub mod program;
 pub mod raw;
 pub mod reaper;

@@ -34,6 +34,9 @@
 //!   reopened through `/proc/<pid>/fd`);
 //! - fd 4: control socket: `T` sends SIGTERM (and SIGCONT) to the whole tree,
 //!   `K` SIGKILLs it until nothing is left; EOF (the host died) counts as `K`.
+//!   With a network allowlist, the reaper first sends the host one byte on
+//!   it with the proxy's listening socket attached (see
+//!   [`netbridge`](super::netbridge)).
 //!
 //! fds 3 to 6 are close-on-exec: the command never inherits them, and the
 //! reaper is not dumpable (but for the moment it writes its user
@@ -90,6 +93,9 @@ pub enum Step {
     Clone = 10,
     /// Replacing `/dev` with the minimal one.
     Dev = 11,
+    /// Bringing up loopback and handing the host the proxy's listening
+    /// socket (see [`netbridge`](super::netbridge)).
+    NetProxy = 12,
 }
 
 impl Step {
@@ -107,6 +113,7 @@ impl Step {
             9 => Step::Caps,
             10 => Step::Clone,
             11 => Step::Dev,
+            12 => Step::NetProxy,
             _ => return None,
         })
     }
@@ -197,6 +204,9 @@ pub struct Setup {
     pub seccomp: *const libc::sock_filter,
     /// Its length in instructions.
     pub seccomp_len: u16,
+    /// Hand the host a socket listening on `127.0.0.1:proxy_port` in the
+    /// new network namespace (0: none).
+    pub proxy_port: u16,
 }
 
 impl Setup {
@@ -221,6 +231,7 @@ impl Setup {
             minimal_dev: false,
             seccomp: std::ptr::null(),
             seccomp_len: 0,
+            proxy_port: 0,
         }
     }
 }
@@ -363,6 +374,12 @@ unsafe fn setup_and_run(p: &Prepared) -> ! {
         }
         // The reaper is a process of its own (never the host), so these
         // may use ordinary code; the shell inherits the result.
+        // Needs CAP_NET_ADMIN in the namespace (bringing `lo` up): before
+        // the capabilities go.
+        if p.setup.proxy_port != 0 && super::netbridge::hand_over(p.setup.proxy_port, CONTROL_FD).is_err() {
+            write_status(SETUP_FAILED | Step::NetProxy as u32);
+            exit(0);
+        }
         let ruleset = p.setup.landlock.then_some(LANDLOCK_FD);
         if p.setup.minimal_dev && super::devfs::make_minimal(ruleset).is_err() {
             write_status(SETUP_FAILED | Step::Dev as u32);

@@ -12,7 +12,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::launch::{socketpair, Launcher};
+use super::launch::{recv_with_fds, socketpair, Launcher};
 use super::spec::{SetupSpec, Spec};
 use super::tree::Tree;
 
@@ -55,6 +55,10 @@ pub struct Spawned {
     pub stderr: OwnedFd,
     /// Dropped once the tree is gone (the sandbox's per-call resources).
     pub cleanup: Option<Box<dyn Send>>,
+    /// The socket listening on `127.0.0.1:proxy_port` in the command's
+    /// network namespace, when the setup asked for one and the reaper made
+    /// it (`None` when its setup failed: the tree's exit says which step).
+    pub proxy_listener: Option<OwnedFd>,
 }
 
 /// Starts `spec`. Fails when the host is out of fds or processes or the
@@ -112,12 +116,42 @@ pub fn spawn(launcher: &Launcher, spec: &SpawnSpec<'_>) -> io::Result<Spawned> {
     set_nonblocking(&out_r)?;
     set_nonblocking(&err_r)?;
     set_nonblocking(&status_r)?;
+    let tree = Tree::new(started, status_r, control_host);
+    let proxy_listener = if wire.setup.proxy_port != 0 {
+        receive_listener(&tree)
+    } else {
+        None
+    };
     Ok(Spawned {
-        tree: Tree::new(started, status_r, control_host),
+        tree,
         stdout: out_r,
         stderr: err_r,
         cleanup: None,
+        proxy_listener,
     })
+}
+
+/// How long the reaper may take to hand over the proxy's socket (it does so
+/// before the shell starts, in well under a millisecond).
+const HANDOVER_BOUND_MS: libc::c_int = 10_000;
+
+/// The listening socket the reaper sends on the control socket
+/// ([`netbridge`](super::netbridge)); `None` when it exits (a failed setup
+/// step, reported on the status socket) or takes too long.
+fn receive_listener(tree: &Tree) -> Option<OwnedFd> {
+    let sock = tree.control_fd()?;
+    let mut pfd = libc::pollfd {
+        fd: sock,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: polling one fd the tree owns.
+    if unsafe { libc::poll(&mut pfd, 1, HANDOVER_BOUND_MS) } != 1 {
+        return None;
+    }
+    let mut byte = [0u8; 1];
+    let (n, mut fds) = recv_with_fds(sock, &mut byte, nix::cmsg_space!([std::os::fd::RawFd; 1])).ok()?;
+    (n == 1 && byte[0] == super::netbridge::HANDOVER && fds.len() == 1).then(|| fds.remove(0))
 }
 
 fn cstring(bytes: &[u8], what: &str) -> io::Result<CString> {

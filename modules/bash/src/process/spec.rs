@@ -42,6 +42,10 @@ pub struct SetupSpec {
     pub minimal_dev: bool,
     /// The seccomp program (empty: none).
     pub seccomp: Vec<libc::sock_filter>,
+    /// Bring up the namespace's loopback and hand the host a socket
+    /// listening on `127.0.0.1:proxy_port` there (0: none); see
+    /// [`netbridge`](super::netbridge).
+    pub proxy_port: u16,
 }
 
 /// Everything the reaper program needs besides its fds.
@@ -126,6 +130,7 @@ impl Spec {
             w.push(f.jf);
             w.extend_from_slice(&f.k.to_le_bytes());
         }
+        put_u32(&mut w, u32::from(s.proxy_port));
         w
     }
 
@@ -177,6 +182,7 @@ impl Spec {
             let k = u32::from_le_bytes(r.array::<4>()?);
             setup.seccomp.push(libc::sock_filter { code, jt, jf, k });
         }
+        setup.proxy_port = u16::try_from(r.u32()?).map_err(|_| SpecError::Truncated)?;
         Ok(Spec {
             shell,
             argv,
@@ -225,6 +231,7 @@ impl SetupSpec {
             setup.seccomp = self.seccomp.as_ptr();
             setup.seccomp_len = self.seccomp.len().min(u16::MAX as usize) as u16;
         }
+        setup.proxy_port = self.proxy_port;
         setup
     }
 }
@@ -319,6 +326,7 @@ mod tests {
                     jf: 2,
                     k: 0x7fff_0000,
                 }],
+                proxy_port: 3128,
                 ..SetupSpec::default()
             },
         };
@@ -327,6 +335,7 @@ mod tests {
         assert_eq!(back.encode(), bytes);
         assert_eq!(back.argv, spec.argv);
         assert_eq!(back.setup.seccomp[0].k, 0x7fff_0000);
+        assert_eq!(back.setup.proxy_port, 3128);
         for cut in 0..bytes.len() {
             assert!(
                 Spec::decode(&bytes[..cut]).is_err(),

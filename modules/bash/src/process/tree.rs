@@ -70,6 +70,12 @@ impl Tree {
         }
     }
 
+    /// The control socket while it is open (the spawn reads the proxy's
+    /// listening socket from it once, before anyone signals the tree).
+    pub(super) fn control_fd(&self) -> Option<RawFd> {
+        self.control.as_ref().map(|c| c.as_raw_fd())
+    }
+
     /// The status pipe, to poll for readability.
     pub fn status_fd(&self) -> RawFd {
         self.status.as_raw_fd()

@@ -41,10 +41,16 @@ pub struct Layers {
     pub mount_ns: bool,
     /// The namespace's own `/proc`.
     pub proc: bool,
-    /// Network namespace (network off).
+    /// Network namespace (network off, or only the proxy).
     pub net_ns: bool,
+    /// The allowlist proxy's socket in the network namespace (needs
+    /// `net_ns`).
+    pub net_proxy: bool,
     /// Seccomp refusal of inet sockets (network off without a namespace).
     pub seccomp_net: bool,
+    /// Seccomp refusal of socket families a network namespace does not
+    /// confine (AF_VSOCK, AF_PACKET, …): whenever `network` is not true.
+    pub seccomp_families: bool,
     /// Landlock filesystem and scope rules.
     pub landlock: bool,
     /// The seccomp syscall filter.
@@ -96,6 +102,8 @@ pub struct Request<'a> {
     pub mode: Mode,
     /// `network = true`.
     pub network: bool,
+    /// With a network allowlist: the list as the report shows it.
+    pub allowlist: Option<&'a str>,
     /// `writable_paths`, as written.
     pub writable_paths: &'a [PathBuf],
     /// `hidden_paths`, as written (`~/` expands to HOME).
@@ -249,7 +257,9 @@ impl Sandbox {
             mount_ns: true,
             proc: true,
             net_ns: !req.network,
+            net_proxy: req.allowlist.is_some(),
             seccomp_net: false,
+            seccomp_families: false,
             landlock: true,
             seccomp: true,
             no_new_privs: true,
@@ -265,6 +275,7 @@ impl Sandbox {
             want.mount_ns = false;
             want.proc = false;
             want.net_ns = false;
+            want.net_proxy = false;
             why.push((
                 "pid_ns",
                 "namespaces are only started on x86_64 and aarch64".into(),
@@ -295,7 +306,7 @@ impl Sandbox {
                 Err(e) => why.push(("cgroup", e.to_string())),
             }
         }
-        match seccomp::program(false) {
+        match seccomp::program(seccomp::Sockets::Any) {
             Ok(_) => {}
             Err(e) => {
                 want.seccomp = false;
@@ -323,6 +334,7 @@ impl Sandbox {
         };
         let mut full = want;
         full.seccomp_net = !req.network && !want.net_ns && want.seccomp;
+        full.seccomp_families = !req.network && want.seccomp;
         let layers = if stamped && sandbox.install_seccomp(&full).is_ok() {
             full
         } else {
@@ -396,7 +408,12 @@ impl Sandbox {
 
     fn install_seccomp(&mut self, layers: &Layers) -> Result<(), SandboxError> {
         self.seccomp = if layers.seccomp {
-            let compiled = seccomp::program(layers.seccomp_net)?;
+            let sockets = match (layers.seccomp_net, layers.seccomp_families) {
+                (true, _) => seccomp::Sockets::LocalOnly,
+                (false, true) => seccomp::Sockets::LocalAndInet,
+                (false, false) => seccomp::Sockets::Any,
+            };
+            let compiled = seccomp::program(sockets)?;
             seccomp::PREFIX
                 .iter()
                 .copied()
@@ -484,6 +501,9 @@ impl Sandbox {
         }
         if l.net_ns {
             namespaces |= libc::CLONE_NEWNET;
+            if l.net_proxy {
+                setup.proxy_port = crate::netproxy::PORT;
+            }
         }
         setup.no_new_privs = l.no_new_privs;
         setup.drop_caps = l.caps;

@@ -74,6 +74,7 @@ pub(super) fn settle(
     let mut layers = want;
     for _ in 0..12 {
         layers.seccomp_net = !req.network && !layers.net_ns && layers.seccomp;
+        layers.seccomp_families = !req.network && layers.seccomp;
         if let Err(e) = sandbox.install_seccomp(&layers) {
             layers.seccomp = false;
             why.push(("seccomp", e.to_string()));
@@ -132,6 +133,13 @@ pub(super) fn settle(
                         why.push(("seccomp", "installing the seccomp filter failed".into()));
                         layers.seccomp = false;
                     }
+                    Step::NetProxy => {
+                        why.push((
+                            "net_proxy",
+                            "bringing up the namespace's loopback or listening on it failed".into(),
+                        ));
+                        layers.net_proxy = false;
+                    }
                     Step::Dev => {
                         why.push(("dev", "replacing /dev with a minimal one failed".into()));
                         layers.dev = false;
@@ -163,6 +171,7 @@ pub(super) fn settle(
                 if layers.net_ns && !alone(|l| l.net_ns = true) {
                     why.push(("net_ns", format!("cannot create a network namespace: {e}")));
                     layers.net_ns = false;
+                    layers.net_proxy = false;
                     dropped = true;
                 }
                 if layers.mount_ns && !alone(|l| l.mount_ns = true) {
@@ -253,6 +262,7 @@ fn drop_namespaces(l: &mut Layers) {
     l.mount_ns = false;
     l.proc = false;
     l.net_ns = false;
+    l.net_proxy = false;
     l.dev = false;
 }
 
@@ -370,6 +380,20 @@ pub(super) fn report(
         why,
         &["pid_ns", "proc", "mount_ns", "user_ns"],
     ));
+    if let Some(list) = req.allowlist {
+        out.push(item(
+            "network allowlist (proxy)",
+            l.net_ns && l.net_proxy,
+            format!(
+                "own network namespace whose only way out is the module's HTTP/SOCKS5 proxy on 127.0.0.1:{} \
+                 (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY set); only these names: {list}; IP literals and names \
+                 resolving to loopback, private or link-local addresses are refused",
+                crate::netproxy::PORT
+            ),
+            why,
+            &["net_proxy", "net_ns", "user_ns"],
+        ));
+    }
     if req.network {
         out.push(ReportItem {
             name: "network".into(),
@@ -380,7 +404,11 @@ pub(super) fn report(
         out.push(item(
             "network off (network namespace)",
             true,
-            "no interface but a loopback that is down".into(),
+            if l.net_proxy {
+                "no interface but loopback, where only the allowlist proxy listens".into()
+            } else {
+                "no interface but a loopback that is down".into()
+            },
             why,
             &[],
         ));
@@ -388,7 +416,7 @@ pub(super) fn report(
         out.push(item(
             "network off (seccomp)",
             l.seccomp_net,
-            "no network namespace here; socket(AF_INET, AF_INET6, AF_PACKET) is refused".into(),
+            "no network namespace here; seccomp lets only AF_UNIX and AF_NETLINK sockets be made".into(),
             why,
             &["net_ns", "seccomp"],
         ));
@@ -405,7 +433,9 @@ pub(super) fn report(
         l.seccomp,
         "ptrace, process_vm_*, pidfd_getfd, mount and the new mount API, unshare, setns, clone with CLONE_NEW* \
          flags, bpf, keyctl, perf_event_open, userfaultfd, io_uring, modules, kexec, swap, reboot and every x32-ABI \
-         call are refused (EPERM); clone3 fails with ENOSYS so libc falls back to clone"
+         call are refused (EPERM); clone3 fails with ENOSYS so libc falls back to clone; unless network = true, \
+         socket families other than AF_UNIX, AF_NETLINK, AF_INET and AF_INET6 (AF_VSOCK, AF_PACKET, …: no network \
+         namespace confines them) are refused"
             .into(),
         why,
         &["seccomp", "no_new_privs"],

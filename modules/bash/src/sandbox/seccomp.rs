@@ -110,9 +110,38 @@ pub const PREFIX: [libc::sock_filter; 5] = [
     insn(libc::BPF_RET | libc::BPF_K, 0, 0, ret_errno(libc::ENOSYS)),
 ];
 
-/// Socket families refused when the network is off but no network
-/// namespace could be made.
-const NETWORK_FAMILIES: [libc::c_int; 3] = [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET];
+/// Socket families a sandboxed command may always make: Unix sockets and
+/// netlink (glibc's resolver and `ip` ask the kernel about interfaces).
+const LOCAL_FAMILIES: [libc::c_int; 2] = [libc::AF_UNIX, libc::AF_NETLINK];
+/// Socket families a network namespace confines (its interfaces, routes
+/// and ports are its own).
+const INET_FAMILIES: [libc::c_int; 2] = [libc::AF_INET, libc::AF_INET6];
+
+/// Which `socket`/`socketpair` families the filter lets through. A network
+/// namespace confines only the inet families: others, AF_VSOCK (the
+/// hypervisor's transport, whose ports are shared with the host) and
+/// AF_PACKET among them, reach past it, so whenever the host's network is
+/// not granted they are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sockets {
+    /// `network = true`: any family.
+    Any,
+    /// In a network namespace: [`LOCAL_FAMILIES`] and [`INET_FAMILIES`].
+    LocalAndInet,
+    /// Network off without a namespace: [`LOCAL_FAMILIES`] only.
+    LocalOnly,
+}
+
+impl Sockets {
+    /// The families allowed, or `None` for any.
+    fn allowed(self) -> Option<Vec<libc::c_int>> {
+        match self {
+            Sockets::Any => None,
+            Sockets::LocalAndInet => Some(LOCAL_FAMILIES.iter().chain(&INET_FAMILIES).copied().collect()),
+            Sockets::LocalOnly => Some(LOCAL_FAMILIES.to_vec()),
+        }
+    }
+}
 
 /// Why the filter could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -125,25 +154,22 @@ pub enum SeccompError {
     Build(#[from] seccompiler::BackendError),
 }
 
-/// The program; with `refuse_network`, `socket(AF_INET|AF_INET6|AF_PACKET)`
-/// is refused too.
-pub fn program(refuse_network: bool) -> Result<BpfProgram, SeccompError> {
+/// The program; `socket` and `socketpair` of a family `sockets` does not
+/// allow are refused too.
+pub fn program(sockets: Sockets) -> Result<BpfProgram, SeccompError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|_| SeccompError::Arch(std::env::consts::ARCH))?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = REFUSED.iter().map(|n| (*n, Vec::new())).collect();
-    if refuse_network {
-        let per_family = NETWORK_FAMILIES
+    if let Some(allowed) = sockets.allowed() {
+        // One rule whose conditions all hold (refused) when the family is
+        // none of the allowed ones.
+        let not_allowed = allowed
             .iter()
-            .map(|family| {
-                SeccompRule::new(vec![SeccompCondition::new(
-                    0,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Eq,
-                    *family as u64,
-                )?])
-            })
+            .map(|family| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, *family as u64))
             .collect::<Result<Vec<_>, _>>()?;
-        rules.insert(libc::SYS_socket, per_family);
+        let rule = SeccompRule::new(not_allowed)?;
+        rules.insert(libc::SYS_socket, vec![rule.clone()]);
+        rules.insert(libc::SYS_socketpair, vec![rule]);
     }
     let per_flag = CLONE_NAMESPACES
         .iter()
