@@ -98,6 +98,17 @@ pub(super) fn run(plan: Plan, origin: &Origin, trust: &TrustState) -> ExitCode {
             line(&format!("      {}", crate::governance::grants::describe(grant)));
         }
     }
+    if !host.plan.limits.is_empty() {
+        let scope = if host.plan.host.state_url.is_some() {
+            "per host: each host of a fleet sharing state_url keeps its own buckets"
+        } else {
+            "per host"
+        };
+        line(&format!("limits: {} ({scope})", host.plan.limits.len()));
+        for limit in &host.plan.limits {
+            line(&format!("      {}", limit.describe()));
+        }
+    }
     host.shutdown();
     if failed == 0 {
         line(&format!("all {} module(s) mounted", reports.len()));

@@ -60,6 +60,8 @@ pub struct Plan {
     pub governance: crate::governance::Governance,
     /// `[[toolsets]]`, parsed.
     pub toolsets: Vec<crate::surface::toolsets::Toolset>,
+    /// `[[limits]]`, parsed (see [`crate::pipeline::rate_limit`]).
+    pub limits: Vec<crate::governance::limits::Limit>,
     /// Secret files outside the state folder (a `serve --token-file`),
     /// protected like the state folder; see [`control_plane`].
     pub secret_files: Vec<PathBuf>,
@@ -229,6 +231,14 @@ pub enum PlanError {
         file: PathBuf,
         /// Which entry, and why.
         error: crate::surface::toolsets::ToolsetError,
+    },
+    /// A `[[limits]]` entry cannot be used.
+    #[error("{file}: {error}")]
+    Limits {
+        /// The plan file.
+        file: PathBuf,
+        /// Which entry, and why.
+        error: crate::governance::limits::LimitError,
     },
 }
 
@@ -434,6 +444,10 @@ impl Plan {
             file: file.to_path_buf(),
             error,
         })?;
+        let limits = crate::governance::limits::parse(&raw.limits).map_err(|error| PlanError::Limits {
+            file: file.to_path_buf(),
+            error,
+        })?;
         let mut plan = Plan {
             file: file.to_path_buf(),
             host,
@@ -445,6 +459,7 @@ impl Plan {
             alias_profiles: raw.alias_profiles,
             governance,
             toolsets,
+            limits,
             secret_files: Vec::new(),
             pins: Default::default(),
         };
