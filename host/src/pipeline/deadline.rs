@@ -116,7 +116,7 @@ impl Fired {
         match self.bound {
             Bound::Timeout => format!("timed out after {limit}s"),
             Bound::Inactivity => format!(
-                "reported no progress for {limit}s (its inactivity timeout) and was stopped after {after:.1}s"
+                "reported no progress for {limit}s, its inactivity timeout, after running {after:.1}s"
             ),
             Bound::HardCap => format!("reached its hard cap of {limit}s (max_duration_secs)"),
         }
