@@ -203,6 +203,15 @@ fn check_lists_the_limits_and_refuses_bad_ones() {
         stdout.contains("limits[0]: principal 'local', tools [echo, sleep]: 2.5 call(s)/s, burst 4"),
         "{stdout}"
     );
+    env.set_plan(&fixture_plan(
+        "[[limits]]\nprincipal = \"nobody\"\nper_second = 1\nburst = 1\n",
+    ));
+    let out = env.run(&["check"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("warn  limits[0]: principal 'nobody' is neither in [[principals]]"),
+        "{stdout}"
+    );
     for (entry, says) in [
         ("per_second = 1\nburst = 1\nrate = 3", "unknown field `rate`"),
         ("per_second = 0\nburst = 1", "per_second must be a positive"),
