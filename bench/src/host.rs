@@ -66,6 +66,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     let ctx = CallContext {
         cancel: CancelToken::new(),
         deadline: None,
+        clock: None,
         progress: None,
         ask: None,
         module: "fixture".into(),

@@ -16,6 +16,7 @@ mod mcp;
 mod mcp_http;
 mod mcp_reference;
 mod pipeline;
+mod rate_limit;
 mod redact;
 mod report;
 mod search;
@@ -74,6 +75,7 @@ fn main() -> anyhow::Result<()> {
         ("alias", alias::run),
         ("state", state::run),
         ("redact", redact::run),
+        ("rate-limit", rate_limit::run),
         ("search", search::run),
     ];
     for (name, run) in areas {

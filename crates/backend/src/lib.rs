@@ -19,7 +19,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub use toolhost_plan::{ask, cancel, context, escape, governance, plan, tool};
+pub use toolhost_plan::{ask, cancel, context, deadline, escape, governance, plan, tool};
 
 pub mod events;
 pub mod isolate;

@@ -1,5 +1,6 @@
 //! The host's side of the per-call context a running tool receives.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abi_stable::std_types::RStr;
@@ -7,14 +8,18 @@ use serde_json::Value;
 use toolhost_core::abi::{level, FfiContext, NO_DEADLINE};
 
 use crate::cancel::CancelToken;
+use crate::deadline::CallClock;
 pub use crate::progress::ProgressSink;
 
 /// Cancel token, deadline and callbacks for one call.
 pub struct CallContext {
     /// Set on timeout, client cancel or shutdown.
     pub cancel: CancelToken,
-    /// When the host stops waiting.
+    /// When the host stops waiting, for a call without a clock.
     pub deadline: Option<Instant>,
+    /// The call's clock: its deadline, which progress may move (see
+    /// [`crate::deadline`]); supersedes `deadline`.
+    pub clock: Option<Arc<CallClock>>,
     /// Progress destination, if the caller asked for progress.
     pub progress: Option<ProgressSink>,
     /// Who answers the backend's requests for input, if the caller can.
@@ -35,10 +40,18 @@ impl FfiContext for CallContext {
     }
 
     fn remaining_ms(&self) -> u64 {
-        remaining_ms(self.deadline)
+        match &self.clock {
+            Some(clock) => remaining_ms(clock.deadline().map(|(at, _)| at)),
+            None => remaining_ms(self.deadline),
+        }
     }
 
+    /// Every report counts as activity (whether or not the caller asked to
+    /// hear it), then goes to the caller's sink, if any.
     fn progress(&self, json: RStr<'_>) {
+        if let Some(clock) = &self.clock {
+            clock.touch();
+        }
         if let Some(sink) = &self.progress {
             let value = serde_json::from_str(json.as_str()).unwrap_or(Value::Null);
             // A panic here would unwind into the module's frames and abort.

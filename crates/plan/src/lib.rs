@@ -27,6 +27,7 @@ pub mod ask;
 pub mod cancel;
 pub mod canonical;
 pub mod context;
+pub mod deadline;
 pub mod escape;
 pub mod fingerprint;
 pub mod governance;

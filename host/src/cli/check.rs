@@ -98,6 +98,31 @@ pub(super) fn run(plan: Plan, origin: &Origin, trust: &TrustState) -> ExitCode {
             line(&format!("      {}", crate::governance::grants::describe(grant)));
         }
     }
+    if !host.plan.limits.is_empty() {
+        let scope = if host.plan.host.state_url.is_some() {
+            "per host: each host of a fleet sharing state_url keeps its own buckets"
+        } else {
+            "per host"
+        };
+        line(&format!("limits: {} ({scope})", host.plan.limits.len()));
+        for limit in &host.plan.limits {
+            line(&format!("      {}", limit.describe()));
+        }
+        // A principal no token or `[host] principal` names is most likely
+        // a typo: its limit would never apply.
+        let known = |name: &str| {
+            name == governance.host_principal || governance.principals.iter().any(|p| p.name == name)
+        };
+        for limit in &host.plan.limits {
+            if let Some(p) = limit.principal.as_deref().filter(|p| !known(p)) {
+                line(&format!(
+                    "warn  {}: principal '{p}' is neither in [[principals]] nor [host] principal, \
+                     so this limit applies to no call",
+                    limit.id
+                ));
+            }
+        }
+    }
     host.shutdown();
     if failed == 0 {
         line(&format!("all {} module(s) mounted", reports.len()));

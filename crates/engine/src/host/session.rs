@@ -60,6 +60,7 @@ pub fn end(host: &Host, session: &str) {
         let ctx = CallContext {
             cancel: CancelToken::new(),
             deadline: Some(Instant::now() + END_BUDGET),
+            clock: None,
             progress: None,
             ask: None,
             module: tool.module.name.clone(),

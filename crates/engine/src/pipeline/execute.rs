@@ -19,7 +19,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use tokio::runtime::Handle;
@@ -31,14 +31,15 @@ use crate::cancel::{CancelToken, OnCancel};
 use crate::context::{CallContext, ProgressSink};
 use crate::tool::MountedTool;
 
+use super::deadline::{Bounds, CallClock};
 use super::handoff::{Handoff, JobError};
 use super::watchdog::{Ended, Watch, Watchdog};
 
 /// How one call is to run.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Time the tool gets.
-    pub timeout: Duration,
+    /// Time the tool gets (see [`super::deadline`]).
+    pub bounds: Bounds,
     /// Time a cancelled tool gets to stop and answer.
     pub grace: Duration,
 }
@@ -106,7 +107,8 @@ impl Engine {
             drop(permit);
             let _ = abandon_tx.send(why);
         });
-        let armed = match self.arm(call, abandon) {
+        let clock = Arc::new(CallClock::start(limits.bounds));
+        let armed = match self.arm(call, clock.clone(), abandon) {
             Ok(armed) => armed,
             Err(failed) => return failed,
         };
@@ -117,7 +119,7 @@ impl Engine {
             why = &mut abandoned => Err(why),
         };
         let why = match returned {
-            Ok(joined) => match conclude(armed.watch, &tool, &limits, parse(joined, &id)) {
+            Ok(joined) => match conclude(armed.watch, &tool, &clock, parse(joined, &id)) {
                 Some(result) => return result,
                 // Abandoned just before it returned: the abandonment stands.
                 None => abandoned.await,
@@ -126,7 +128,7 @@ impl Engine {
         };
         // The sender goes only with the watch's entry, which abandonment
         // takes: an error here cannot happen; answer `cancelled` if it does.
-        abandoned_answer(&tool, &id, why.unwrap_or(Status::Cancelled), &limits)
+        abandoned_answer(&tool, &id, why.unwrap_or(Status::Cancelled), &limits, &clock)
     }
 
     /// Runs the call on this thread, which must be one that may block (never
@@ -148,25 +150,32 @@ impl Engine {
             Ok(permit) => permit,
             Err(refused) => return Some(refused),
         };
+        let clock = Arc::new(CallClock::start(limits.bounds));
         let abandon = {
-            let (tool, id) = (tool.clone(), id.clone());
+            let (tool, id, clock) = (tool.clone(), id.clone(), clock.clone());
             Box::new(move |why: Status| {
                 drop(permit);
-                on_abandoned(abandoned_answer(&tool, &id, why, &limits));
+                on_abandoned(abandoned_answer(&tool, &id, why, &limits, &clock));
             })
         };
-        let armed = match self.arm(call, abandon) {
+        let armed = match self.arm(call, clock.clone(), abandon) {
             Ok(armed) => armed,
             Err(failed) => return Some(failed),
         };
         let returned = (armed.job)();
-        conclude(armed.watch, &tool, &limits, parse(returned, &id))
+        conclude(armed.watch, &tool, &clock, parse(returned, &id))
     }
 
     /// What both ways share: the request encoded, the call context, the
-    /// deadline, the watch (which owns `abandon`, and with it the module's
-    /// permit, until the call ends either way) and the shutdown hook.
-    fn arm(&self, call: Stage6, abandon: super::watchdog::Abandon) -> Result<Armed, ToolResult> {
+    /// clock (which the call's progress moves), the watch (which owns
+    /// `abandon`, and with it the module's permit, until the call ends
+    /// either way) and the shutdown hook.
+    fn arm(
+        &self,
+        call: Stage6,
+        clock: Arc<CallClock>,
+        abandon: super::watchdog::Abandon,
+    ) -> Result<Armed, ToolResult> {
         let Stage6 {
             tool,
             request,
@@ -184,15 +193,15 @@ impl Engine {
             )
         })?;
         let id = request.tool_call_id;
-        let deadline = Instant::now() + limits.timeout;
-        let watch = self.watchdog.watch(deadline, limits.grace, &cancel, abandon);
+        let watch = self.watchdog.watch(clock.clone(), limits.grace, &cancel, abandon);
         let shutdown = {
             let cancel = cancel.clone();
             self.shutdown.on_cancel(move || cancel.cancel())
         };
         let ctx = CallContext {
             cancel,
-            deadline: Some(deadline),
+            deadline: None,
+            clock: Some(clock),
             progress,
             ask,
             module: tool.module.name.clone(),
@@ -226,9 +235,9 @@ async fn permit(tool: &MountedTool, id: &str) -> Result<Option<OwnedSemaphorePer
 /// Ends the watch of a call whose tool returned `result`: the result,
 /// settled (see [`settle`]), or `None` when the call was abandoned and
 /// answered already.
-fn conclude(watch: Watch, tool: &MountedTool, limits: &Limits, result: ToolResult) -> Option<ToolResult> {
+fn conclude(watch: Watch, tool: &MountedTool, clock: &CallClock, result: ToolResult) -> Option<ToolResult> {
     match watch.finish() {
-        Ended::Answerable(why) => Some(settle(result, why, tool, limits)),
+        Ended::Answerable(why) => Some(settle(result, why, tool, clock)),
         Ended::Abandoned => {
             tracing::info!(
                 status = %result.status,
@@ -252,22 +261,42 @@ fn shutting_down(id: &str) -> ToolResult {
 
 /// The result of a call that returned after it was cancelled for `why`: a
 /// tool stopped by its deadline reports `cancelled`, which becomes
-/// `timeout` with a message saying so.
-fn settle(mut result: ToolResult, why: Option<Status>, tool: &MountedTool, limits: &Limits) -> ToolResult {
+/// `timeout` with a message saying which bound fired and when (also in
+/// `error.details`, for the audit record).
+fn settle(mut result: ToolResult, why: Option<Status>, tool: &MountedTool, clock: &CallClock) -> ToolResult {
     if why == Some(Status::Timeout) && result.status == Status::Cancelled {
         result.status = Status::Timeout;
-        result.error = Some(
-            toolhost_core::ErrorInfo::new(
-                codes::TIMEOUT,
-                format!(
-                    "'{}' timed out after {}s and was stopped; partial output is kept. \
-                     Retry with a smaller task or a longer timeout",
-                    tool.name(),
-                    limits.timeout.as_secs_f64()
-                ),
-            )
-            .retryable(true),
-        );
+        let fired = clock.fired();
+        let mut error = toolhost_core::ErrorInfo::new(
+            codes::TIMEOUT,
+            format!(
+                "'{}' {} and was stopped; partial output is kept. \
+                 Retry with a smaller task or a longer timeout",
+                tool.name(),
+                timed_out(clock)
+            ),
+        )
+        .retryable(true);
+        error.details = fired.map(|f| f.details());
+        result.error = Some(error);
+    }
+    result
+}
+
+/// What a timed-out call's answer says happened.
+fn timed_out(clock: &CallClock) -> String {
+    match clock.fired() {
+        Some(fired) => fired.describe(),
+        None => "timed out".into(),
+    }
+}
+
+/// Adds the fired bound to a timeout answer's details.
+fn with_bound(mut result: ToolResult, clock: &CallClock) -> ToolResult {
+    if result.status == Status::Timeout {
+        if let (Some(error), Some(fired)) = (result.error.as_mut(), clock.fired()) {
+            error.details = Some(fired.details());
+        }
     }
     result
 }
@@ -281,6 +310,7 @@ fn ended_stuck(
     id: &str,
     why: toolhost_core::Status,
     limits: &Limits,
+    clock: &CallClock,
 ) -> Option<toolhost_core::ToolResult> {
     use toolhost_core::wire::codes;
     let process = tool.module.process.as_ref()?;
@@ -289,10 +319,7 @@ fn ended_stuck(
     }
     tracing::warn!(tool = tool.name(), call = %id, "tool ignored cancellation; killed its worker");
     let (code, what) = match why {
-        toolhost_core::Status::Timeout => (
-            codes::TIMEOUT,
-            format!("timed out after {}s", limits.timeout.as_secs_f64()),
-        ),
+        toolhost_core::Status::Timeout => (codes::TIMEOUT, timed_out(clock)),
         _ => (codes::CANCELLED, "was cancelled".to_string()),
     };
     let mut result = toolhost_core::ToolResult::failure(
@@ -310,21 +337,24 @@ fn ended_stuck(
         .metadata
         .extra
         .insert("worker_killed".into(), serde_json::json!(true));
-    Some(result)
+    Some(with_bound(result, clock))
 }
 
 /// The host's answer for a call whose tool ignored cancellation (for `why`)
 /// past the grace period.
-fn abandoned_answer(tool: &MountedTool, id: &str, why: Status, limits: &Limits) -> ToolResult {
-    if let Some(result) = ended_stuck(tool, id, why, limits) {
+fn abandoned_answer(
+    tool: &MountedTool,
+    id: &str,
+    why: Status,
+    limits: &Limits,
+    clock: &CallClock,
+) -> ToolResult {
+    if let Some(result) = ended_stuck(tool, id, why, limits, clock) {
         return result;
     }
     tracing::warn!(tool = tool.name(), call = %id, "tool ignored cancellation; abandoning its thread");
     let (code, what) = match why {
-        Status::Timeout => (
-            codes::TIMEOUT,
-            format!("timed out after {}s", limits.timeout.as_secs_f64()),
-        ),
+        Status::Timeout => (codes::TIMEOUT, timed_out(clock)),
         _ => (codes::CANCELLED, "was cancelled".to_string()),
     };
     let mut result = ToolResult::failure(
@@ -338,7 +368,7 @@ fn abandoned_answer(tool: &MountedTool, id: &str, why: Status, limits: &Limits) 
         ),
     );
     result.metadata.extra.insert("abandoned".into(), json!(true));
-    result
+    with_bound(result, clock)
 }
 
 /// The tool's JSON result, checked; a malformed one becomes an error.

@@ -8,6 +8,8 @@
 //!    refuse it (`not_in_toolset`, `tool_changed`); the host's own tools
 //!    (`tool_search`, `read_output`) skip these, showing each principal
 //!    only what it may see;
+//!    then [`rate_limit`] takes a token from each `[[limits]]` bucket that
+//!    applies, or refuses the call before any work is done for it;
 //! 2. [`validate`] the input against its schema;
 //! 3. [`policy`] decides allow / ask / deny (and approval), after the
 //!    tool's deprecation ([`crate::governance::deprecation`]) is checked;
@@ -30,6 +32,7 @@ pub use crate::audit;
 pub use crate::audit::{file as audit_file, verify as audit_verify};
 pub use crate::state::audit_sink;
 mod batch;
+pub use crate::deadline;
 pub mod execute;
 pub mod handoff;
 pub mod hooks;
@@ -37,6 +40,7 @@ pub mod idempotency;
 mod inline;
 pub mod policy;
 pub mod postprocess;
+pub mod rate_limit;
 pub mod record;
 pub mod resolve;
 pub mod schedule;
@@ -127,6 +131,9 @@ pub(crate) struct Prepared {
     principal: String,
     context: RequestContext,
     toolset: Option<String>,
+    /// The call holds an idempotency key's lease, which its run must not
+    /// outlive (see [`Pipeline::bounds_for`]).
+    leased: bool,
 }
 
 /// A prepared call as stage 6 takes it.
@@ -143,6 +150,8 @@ pub struct Pipeline {
     pre_approved: PreApproved,
     counts: policy::CallCounts,
     run_counts: crate::governance::grants::RunCounts,
+    /// `[[limits]]` buckets of this host.
+    rate_limits: rate_limit::RateLimits,
     redactor: Option<crate::governance::redact::Redactor>,
     hooks: hooks::Hooks,
     audit: Option<Arc<AuditLog>>,
@@ -183,6 +192,7 @@ impl Pipeline {
             pre_approved: PreApproved::default(),
             counts: policy::CallCounts::default(),
             run_counts: Default::default(),
+            rate_limits: Default::default(),
             redactor,
             audit,
             store: Mutex::new(None),
@@ -360,6 +370,15 @@ impl Pipeline {
                 id,
             )?;
         }
+        // Rate limits: after authorization, before any work for the call.
+        trace.decision = "rate_limited";
+        rate_limit::check(
+            &self.rate_limits,
+            &self.host.plan.limits,
+            &trace.principal,
+            &tool,
+            id,
+        )?;
         // 2. validate (an alias profile's input is mapped to the canonical one)
         trace.decision = "invalid";
         call.input = validate_alias::call(&resolved, &call.name, id, std::mem::take(&mut call.input))?;
@@ -452,6 +471,7 @@ impl Pipeline {
             principal: trace.principal.clone(),
             context: call.context,
             toolset: call.toolset,
+            leased: trace.claim.is_some(),
         })
     }
 
@@ -508,10 +528,11 @@ impl Pipeline {
             principal,
             context,
             toolset: _,
+            leased,
         } = prepared;
         record::pre(&self.host.events, &tool, &id, &input, &principal, &context);
         let limits = execute::Limits {
-            timeout: self.timeout_for(&tool),
+            bounds: self.bounds_for(&tool, leased),
             grace: Duration::from_millis(self.host.plan.host.cancel_grace_ms),
         };
         // The input is kept past execution only for the post hooks.
@@ -523,7 +544,7 @@ impl Pipeline {
         };
         let mut request =
             CallRequest::new(id, tool.module_name.clone(), call_input, self.working_dir.clone());
-        request.deadline_ms = Some(limits.timeout.as_millis() as u64);
+        request.deadline_ms = limits.bounds.initial().map(|d| d.as_millis() as u64);
         request.session_id = Some(session_id.unwrap_or_else(|| crate::session::process().to_string()));
         request.principal = Some(principal);
         request.context = context;
@@ -572,16 +593,37 @@ impl Pipeline {
         result
     }
 
-    /// The deadline for a tool: the plan's rule, else what the tool asks
-    /// for in its spec, else the host default.
-    fn timeout_for(&self, tool: &MountedTool) -> Duration {
+    /// The time bounds of a tool's calls (see [`deadline`]): the timeout
+    /// is the plan's rule, else what the tool asks for in its spec, else
+    /// the host default; the plan's `max_duration_secs` makes it an
+    /// inactivity timeout under that hard cap. A call holding an
+    /// idempotency lease (`leased`) must end within it: when nothing else
+    /// bounds its whole run, its timeout (or the host default) does.
+    fn bounds_for(&self, tool: &MountedTool, leased: bool) -> deadline::Bounds {
         let plan = &self.host.plan;
-        let secs = tool
-            .names()
-            .find_map(|n| plan.policy.tools.get(n).and_then(|r| r.timeout_secs))
-            .or(tool.spec.execution.timeout_secs)
-            .unwrap_or(plan.host.default_timeout_secs);
-        Duration::from_secs(secs)
+        let rule = |pick: fn(&crate::plan::ToolRule) -> Option<crate::plan::schema::SecsOrNone>| {
+            tool.names().find_map(|n| plan.policy.tools.get(n).and_then(pick))
+        };
+        let default = Duration::from_secs(plan.host.default_timeout_secs);
+        let timeout = match rule(|r| r.timeout_secs) {
+            Some(bound) => bound.duration(),
+            None => Some(
+                tool.spec
+                    .execution
+                    .timeout_secs
+                    .map_or(default, Duration::from_secs),
+            ),
+        };
+        let max_duration = rule(|r| r.max_duration_secs);
+        let mut bounds = deadline::Bounds {
+            timeout,
+            extends: max_duration.is_some(),
+            hard_cap: max_duration.and_then(|m| m.duration()),
+        };
+        if leased && bounds.total().is_none() {
+            bounds.hard_cap = Some(timeout.unwrap_or(default));
+        }
+        bounds
     }
 
     fn store(&self) -> Result<Arc<crate::state::Store>, crate::state::StateError> {
@@ -623,7 +665,10 @@ impl Pipeline {
             refused
         })?;
         let host = &self.host.plan.host;
-        let timeout = self.timeout_for(tool);
+        let timeout = self
+            .bounds_for(tool, true)
+            .total()
+            .unwrap_or(Duration::from_secs(host.default_timeout_secs));
         let keyed = idempotency::KeyedCall {
             id,
             key,

@@ -167,7 +167,16 @@ fn record_of<'a>(
         replayed: trace.replayed,
         redactions: None,
         input: audit.raw_inputs().then_some(input),
+        timeout: None,
+        rate_limit: None,
     }
+}
+
+/// The error details of a result failed with `code`, when they hold `key`
+/// (the host's own answer, not a tool's details under the same code).
+fn error_details<'a>(result: &'a ToolResult, code: &str, key: &str) -> Option<&'a Value> {
+    let error = result.error.as_ref().filter(|e| e.code == code)?;
+    error.details.as_ref().filter(|d| d.get(key).is_some())
 }
 
 /// Stamps the call's duration, emits `tool:post` or `tool:error`, logs the
@@ -206,6 +215,8 @@ pub fn finish(
             duration_ms: ms,
             output_bytes: super::postprocess::json_len(&result.output),
             redactions: result.metadata.extra.get("redactions"),
+            timeout: error_details(&result, toolhost_core::wire::codes::TIMEOUT, "bound"),
+            rate_limit: error_details(&result, super::rate_limit::RATE_LIMITED, "limit"),
             ..record_of(
                 audit,
                 trace,

@@ -3,7 +3,9 @@
 //! runs on a lent thread or on its caller's own ([`super::inline`]), where
 //! no `select!` could race the tool against a timer.
 //!
-//! At a call's deadline the watchdog sets its cancel token; once a cancelled
+//! At a call's deadline the watchdog sets its cancel token (the deadline is
+//! read from the call's [`CallClock`], which progress may have moved: then
+//! the watchdog sleeps again until the moved one); once a cancelled
 //! call (by deadline, by its client or at shutdown) has had its grace period
 //! and still runs, the watchdog *abandons* it: it runs the call's abandon
 //! callback, which answers the caller without the tool. Whichever comes
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use toolhost_core::Status;
 
+use super::deadline::CallClock;
 use crate::cancel::CancelToken;
 
 /// How long the thread sleeps when it has nothing to watch: it must wake
@@ -53,7 +56,10 @@ struct State {
 }
 
 struct Entry {
-    at: Instant,
+    /// When the entry is next due; `None`: nothing bounds the call (until
+    /// it is cancelled).
+    at: Option<Instant>,
+    clock: Arc<CallClock>,
     cancel: CancelToken,
     grace: Duration,
     /// Why the call was cancelled, once it was; set, it is in its grace.
@@ -68,26 +74,36 @@ enum Action {
 }
 
 impl Watchdog {
-    /// Watches a call: cancel it at `deadline`, abandon it `grace` after it
-    /// was cancelled (by the deadline or by anyone else: the watch hooks
-    /// onto `cancel`).
-    pub fn watch(&self, deadline: Instant, grace: Duration, cancel: &CancelToken, abandon: Abandon) -> Watch {
+    /// Watches a call: cancel it at its clock's deadline, abandon it
+    /// `grace` after it was cancelled (by the deadline or by anyone else:
+    /// the watch hooks onto `cancel`).
+    pub fn watch(
+        &self,
+        clock: Arc<CallClock>,
+        grace: Duration,
+        cancel: &CancelToken,
+        abandon: Abandon,
+    ) -> Watch {
+        let deadline = clock.deadline().map(|(at, _)| at);
         let id = {
             let mut state = self.lock();
             state.next_id += 1;
             let id = state.next_id;
-            state.queue.insert((deadline, id));
             state.entries.insert(
                 id,
                 Entry {
                     at: deadline,
+                    clock,
                     cancel: cancel.clone(),
                     grace,
                     why: None,
                     abandon,
                 },
             );
-            self.start_or_wake(&mut state, deadline);
+            if let Some(deadline) = deadline {
+                state.queue.insert((deadline, id));
+                self.start_or_wake(&mut state, deadline);
+            }
             id
         };
         let hook = {
@@ -143,8 +159,10 @@ impl Watchdog {
         }
         entry.why = Some(why);
         let (old, new) = (entry.at, Instant::now() + entry.grace);
-        entry.at = new;
-        state.queue.remove(&(old, id));
+        entry.at = Some(new);
+        if let Some(old) = old {
+            state.queue.remove(&(old, id));
+        }
         state.queue.insert((new, id));
         self.start_or_wake(&mut state, new);
     }
@@ -166,14 +184,24 @@ impl Watchdog {
                     continue;
                 };
                 match entry.why {
-                    // The deadline: cancel, then wait out the grace period.
-                    None => {
-                        entry.why = Some(Status::Timeout);
-                        entry.at = now + entry.grace;
-                        let (next, cancel) = (entry.at, entry.cancel.clone());
-                        state.queue.insert((next, id));
-                        actions.push(Action::Cancel(cancel));
-                    }
+                    // The deadline: unless progress moved it, cancel, then
+                    // wait out the grace period.
+                    None => match entry.clock.check(now) {
+                        Ok(moved) => {
+                            entry.at = moved;
+                            if let Some(moved) = moved {
+                                state.queue.insert((moved, id));
+                            }
+                        }
+                        Err(_fired) => {
+                            entry.why = Some(Status::Timeout);
+                            let next = now + entry.grace;
+                            entry.at = Some(next);
+                            let cancel = entry.cancel.clone();
+                            state.queue.insert((next, id));
+                            actions.push(Action::Cancel(cancel));
+                        }
+                    },
                     // The grace period is over and the tool still runs.
                     Some(why) => {
                         if let Some(entry) = state.entries.remove(&id) {
@@ -238,7 +266,9 @@ impl Watch {
     fn remove(&self) -> Option<Entry> {
         let mut state = self.watchdog.lock();
         let entry = state.entries.remove(&self.id)?;
-        state.queue.remove(&(entry.at, self.id));
+        if let Some(at) = entry.at {
+            state.queue.remove(&(at, self.id));
+        }
         Some(entry)
     }
 }
@@ -256,6 +286,10 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
+    fn clock(after: Duration) -> Arc<CallClock> {
+        Arc::new(CallClock::start(super::super::deadline::Bounds::fixed(after)))
+    }
+
     fn abandon_into(tx: mpsc::Sender<Status>) -> Abandon {
         Box::new(move |why| {
             let _ = tx.send(why);
@@ -268,7 +302,7 @@ mod tests {
         let cancel = CancelToken::new();
         let (tx, rx) = mpsc::channel();
         let watch = dog.watch(
-            Instant::now() + Duration::from_secs(30),
+            clock(Duration::from_secs(30)),
             Duration::from_secs(1),
             &cancel,
             abandon_into(tx),
@@ -286,7 +320,7 @@ mod tests {
         let cancel = CancelToken::new();
         let (tx, rx) = mpsc::channel();
         let watch = dog.watch(
-            Instant::now() + Duration::from_millis(50),
+            clock(Duration::from_millis(50)),
             Duration::from_secs(5),
             &cancel,
             abandon_into(tx),
@@ -310,7 +344,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let started = Instant::now();
         let watch = dog.watch(
-            started + Duration::from_millis(30),
+            clock(Duration::from_millis(30)),
             Duration::from_millis(100),
             &cancel,
             abandon_into(tx),
@@ -330,7 +364,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let started = Instant::now();
         let _watch = dog.watch(
-            started + Duration::from_secs(600),
+            clock(Duration::from_secs(600)),
             Duration::from_millis(50),
             &cancel,
             abandon_into(tx),
@@ -342,6 +376,33 @@ mod tests {
     }
 
     #[test]
+    fn progress_moves_an_inactivity_deadline_without_waking_the_watchdog_early() {
+        use super::super::deadline::Bounds;
+        let dog = Watchdog::default();
+        let cancel = CancelToken::new();
+        let clock = Arc::new(CallClock::start(Bounds {
+            timeout: Some(Duration::from_millis(100)),
+            extends: true,
+            hard_cap: None,
+        }));
+        let _watch = dog.watch(clock.clone(), Duration::from_secs(5), &cancel, Box::new(|_| {}));
+        let started = Instant::now();
+        // Active for 400 ms: four times the inactivity timeout.
+        while started.elapsed() < Duration::from_millis(400) {
+            clock.touch();
+            assert!(
+                !cancel.wait_blocking(Duration::from_millis(20)),
+                "cancelled while active"
+            );
+        }
+        // Then silent: cancelled about 100 ms later.
+        assert!(cancel.wait_blocking(Duration::from_secs(5)), "silence cancels");
+        let fired = clock.fired().expect("a bound fired");
+        assert_eq!(fired.bound, super::super::deadline::Bound::Inactivity);
+        assert!(fired.after >= Duration::from_millis(480), "{fired:?}");
+    }
+
+    #[test]
     fn many_calls_each_meet_their_own_deadline() {
         let dog = Watchdog::default();
         let mut watched = Vec::new();
@@ -349,9 +410,9 @@ mod tests {
             let cancel = CancelToken::new();
             // Odd calls have short deadlines; even ones never reach theirs.
             let deadline = if i % 2 == 1 {
-                Instant::now() + Duration::from_millis(20 + i % 7)
+                clock(Duration::from_millis(20 + i % 7))
             } else {
-                Instant::now() + Duration::from_secs(600)
+                clock(Duration::from_secs(600))
             };
             let watch = dog.watch(deadline, Duration::from_secs(60), &cancel, Box::new(|_| {}));
             watched.push((i, cancel, watch));

@@ -6,6 +6,7 @@
 pub mod deprecation;
 mod error;
 pub mod grants;
+pub mod limits;
 pub mod principals;
 pub use crate::redact;
 pub mod request;

@@ -63,6 +63,8 @@ pub struct Plan {
     pub governance: crate::governance::Governance,
     /// `[[toolsets]]`, parsed.
     pub toolsets: Vec<crate::toolsets::Toolset>,
+    /// `[[limits]]`, parsed (the engine's pipeline counts calls against them).
+    pub limits: Vec<crate::governance::limits::Limit>,
     /// Secret files outside the state folder (a `serve --token-file`),
     /// protected like the state folder; see [`control_plane`].
     pub secret_files: Vec<PathBuf>,
@@ -232,6 +234,14 @@ pub enum PlanError {
         file: PathBuf,
         /// Which entry, and why.
         error: crate::toolsets::ToolsetError,
+    },
+    /// A `[[limits]]` entry cannot be used.
+    #[error("{file}: {error}")]
+    Limits {
+        /// The plan file.
+        file: PathBuf,
+        /// Which entry, and why.
+        error: crate::governance::limits::LimitError,
     },
 }
 
@@ -437,6 +447,10 @@ impl Plan {
             file: file.to_path_buf(),
             error,
         })?;
+        let limits = crate::governance::limits::parse(&raw.limits).map_err(|error| PlanError::Limits {
+            file: file.to_path_buf(),
+            error,
+        })?;
         let mut plan = Plan {
             file: file.to_path_buf(),
             host,
@@ -448,6 +462,7 @@ impl Plan {
             alias_profiles: raw.alias_profiles,
             governance,
             toolsets,
+            limits,
             secret_files: Vec::new(),
             pins: Default::default(),
         };

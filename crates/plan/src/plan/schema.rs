@@ -28,6 +28,9 @@ pub(super) struct PlanFile {
     /// `[[toolsets]]`: named subsets of the tools (see `surface::toolsets`).
     #[serde(default)]
     pub toolsets: Vec<crate::toolsets::ToolsetEntry>,
+    /// `[[limits]]`: rate limits (see `governance::limits`).
+    #[serde(default)]
+    pub limits: Vec<crate::governance::limits::LimitEntry>,
 }
 
 /// `[host]`: settings of the host itself.
@@ -345,8 +348,15 @@ pub struct PolicySection {
 pub struct ToolRule {
     /// Overrides the effect rules and the default.
     pub decision: Option<Decision>,
-    /// Deadline for this tool's calls.
-    pub timeout_secs: Option<u64>,
+    /// Deadline for this tool's calls, in seconds, or `"none"` for no
+    /// timeout (cancel and session end still stop the call). With
+    /// `max_duration_secs`, an inactivity timeout that each progress report
+    /// starts again.
+    pub timeout_secs: Option<SecsOrNone>,
+    /// The hard cap on one call's whole run, in seconds, or `"none"`.
+    /// Setting it turns `timeout_secs` into an inactivity timeout (see
+    /// `pipeline::deadline`).
+    pub max_duration_secs: Option<SecsOrNone>,
     /// More names for the tool.
     #[serde(default)]
     pub aliases: Vec<String>,
@@ -357,4 +367,65 @@ pub struct ToolRule {
     pub effect: Option<Effect>,
     /// Semver requirement the tool's version must meet (issue #16).
     pub version: Option<String>,
+}
+
+// Long calls: `[policy.tools.NAME] timeout_secs` / `max_duration_secs`.
+
+/// A number of seconds, or `"none"` (no bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecsOrNone {
+    /// This many seconds (at least 1).
+    Secs(u64),
+    /// No bound.
+    None,
+}
+
+impl SecsOrNone {
+    /// The bound as a duration; `None` for `"none"`.
+    pub fn duration(self) -> Option<std::time::Duration> {
+        match self {
+            SecsOrNone::Secs(s) => Some(std::time::Duration::from_secs(s)),
+            SecsOrNone::None => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SecsOrNone {
+    /// A positive integer or the string `"none"`; anything else is an error
+    /// that says so (an untagged enum would only say that no variant fit).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = SecsOrNone;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of seconds (at least 1) or \"none\"")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SecsOrNone, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!(
+                        "{v} is not a number of seconds: give at least 1, or \"none\""
+                    ))),
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SecsOrNone, E> {
+                if v == 0 {
+                    return Err(E::custom(
+                        "0 seconds would end every call at once: give at least 1, or \"none\" for no bound",
+                    ));
+                }
+                Ok(SecsOrNone::Secs(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SecsOrNone, E> {
+                if v == "none" {
+                    Ok(SecsOrNone::None)
+                } else {
+                    Err(E::custom(format!(
+                        "\"{v}\" is not a bound: give a number of seconds, or \"none\""
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }

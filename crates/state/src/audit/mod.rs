@@ -124,6 +124,14 @@ pub struct AuditRecord<'a> {
     /// The raw input, only when the plan opts in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<&'a Value>,
+    /// Which time bound ended a timed-out call, its length and after how
+    /// long (`{bound, limit_ms, after_ms}`; see `pipeline::deadline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<&'a Value>,
+    /// The rate limit that refused the call (`{limit, retry_after_ms, …}`;
+    /// see `pipeline::rate_limit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<&'a Value>,
 }
 
 /// A record with its chain link, as stored.

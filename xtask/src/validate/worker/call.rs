@@ -62,6 +62,7 @@ pub fn call(
     let context = CallContext {
         cancel: cancel.clone(),
         deadline: Some(Instant::now() + deadline),
+        clock: None,
         progress: None,
         ask: None,
         module: "validate".into(),

@@ -1,0 +1,81 @@
+//! Rate limits: what the `[[limits]]` stage adds to a call. The same echo
+//! call runs through the whole pipeline of two hosts loaded side by side,
+//! one without limits and one with a limit that applies to the call (and
+//! never refuses it), in alternating rounds of the same run so drift
+//! affects both; the difference of the medians must stay within 20 µs.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::cancel::CancelToken;
+use toolhost::host::Host;
+use toolhost::pipeline::{Call, Pipeline};
+use toolhost::plan::Plan;
+
+use crate::report::{fmt, Bench, Stats};
+
+/// The most the stage may add to a call.
+const BOUND: Duration = Duration::from_micros(20);
+
+pub fn run(b: &mut Bench) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let modules = b.target_dir.display().to_string();
+    let limit = "[[limits]]\ntools = [\"echo\"]\nper_second = 1e9\nburst = 1000000000\n";
+    let mut pipelines = Vec::new();
+    for (name, extra) in [("plain", ""), ("limited", limit)] {
+        let file = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &file,
+            format!("[host]\nmodule_path = [{modules:?}]\n[[tools]]\nmodule = \"fixture\"\n{extra}"),
+        )?;
+        let host = Arc::new(Host::open(Plan::load(&file)?)?);
+        pipelines.push((host.clone(), Pipeline::new(host, CancelToken::new())));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let call = |pipeline: &Pipeline| {
+        let result = runtime.block_on(pipeline.call(Call {
+            name: "echo".into(),
+            input: json!({"message": "hello"}),
+            ..Call::default()
+        }));
+        assert!(result.success, "{result:?}");
+    };
+    let (rounds, per_round) = (10, b.n(2_000) / 10 + 1);
+    let mut times = [Vec::new(), Vec::new()];
+    for _ in 0..200 {
+        call(&pipelines[0].1);
+        call(&pipelines[1].1);
+    }
+    for _ in 0..rounds {
+        for (i, (_, pipeline)) in pipelines.iter().enumerate() {
+            for _ in 0..per_round {
+                let t = Instant::now();
+                call(pipeline);
+                times[i].push(t.elapsed());
+            }
+        }
+    }
+    let [plain, limited] = times.map(Stats::of);
+    b.row("rate-limit", "pipeline call: echo, no [[limits]]", plain, None);
+    b.row(
+        "rate-limit",
+        "pipeline call: echo, one [[limits]] entry that applies",
+        limited,
+        None,
+    );
+    let added = limited.median.saturating_sub(plain.median);
+    b.value_row(
+        "rate-limit",
+        "added per call by the rate-limit stage (difference of the medians)",
+        fmt(added),
+        &format!("≤ {}", fmt(BOUND)),
+        added <= BOUND,
+    );
+    for (host, _) in pipelines {
+        host.shutdown();
+    }
+    Ok(())
+}
