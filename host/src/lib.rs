@@ -25,8 +25,8 @@
 // engine re-exports the plan, state and backend layers). This crate adds the front doors (the MCP
 // server and the CLI) on top.
 pub use toolhost_engine::{
-    alias, ask, audit, cancel, context, escape, events, governance, host, isolate, loader, pipeline,
-    plan, private_file, progress, registry, session, source, state, surface, tool,
+    alias, ask, audit, cancel, context, deadline, escape, events, governance, host, isolate, loader,
+    pipeline, plan, private_file, progress, registry, session, source, state, surface, tool,
 };
 
 pub mod cli;

@@ -22,7 +22,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 // The plan layer, under the module names the host has always used.
-pub use toolhost_plan::{alias, ask, cancel, context, deadline, escape, governance, plan, private_file, progress, tool};
+pub use toolhost_plan::{
+    alias, ask, cancel, context, deadline, escape, governance, plan, private_file, progress, tool,
+};
 
 // The state and backend layers, likewise.
 pub use toolhost_backend::{events, isolate, loader, source};

@@ -167,7 +167,9 @@ impl Runner<'_> {
             approver,
             // A 2026-07-28 client cannot be sent requests: an upstream
             // server's question is declined, saying why.
-            asker: (!stateless).then(|| elicit::asker(&context.peer, cancel.clone())).flatten(),
+            asker: (!stateless)
+                .then(|| elicit::asker(&context.peer, cancel.clone()))
+                .flatten(),
             session_id: call_session(session, principal.as_deref()),
             principal,
             toolset: http_toolset(context),
