@@ -134,5 +134,5 @@ def test_the_gateway_as_a_client_meets_the_client_scenarios(tmp_path):
     assert run.returncode == 0, f"{summary}\n{run.stderr[-3000:]}"
     # The scenarios the gateway passes today, by name: a suite that ran
     # nothing must not pass.
-    for scenario in ("tools_call", "sse-retry"):
+    for scenario in ("initialize", "tools_call", "sse-retry"):
         assert f"✓ {scenario}:" in run.stdout, f"{scenario} did not pass:\n{summary}"

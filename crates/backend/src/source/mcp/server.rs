@@ -61,6 +61,9 @@ struct Handler {
     label: String,
     policy: InputPolicy,
     callers: Arc<Callers>,
+    /// Connecting again with `initialize` alone (see [`Server::open`]): the
+    /// handshake then offers the newest revision that has one.
+    legacy: bool,
 }
 
 impl ClientHandler for Handler {
@@ -68,6 +71,9 @@ impl ClientHandler for Handler {
     /// for input: a server then asks, and the caller answers.
     fn get_info(&self) -> ClientConfig {
         let mut info = ClientConfig::default();
+        if self.legacy {
+            info.protocol_version = rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE;
+        }
         if self.policy == InputPolicy::Pass {
             if let Ok(capabilities) = serde_json::from_value(json!({"elicitation": {"form": {}}})) {
                 info.capabilities = capabilities;
@@ -326,7 +332,7 @@ impl Server {
 
     /// Spawns or dials the server and runs the MCP handshake.
     fn open(self: &Arc<Self>) -> Result<Arc<Conn>, SourceError> {
-        let handler = Handler {
+        let make_handler = |legacy: bool| Handler {
             routes: self.routes.clone(),
             on_change: {
                 let me = Arc::downgrade(self);
@@ -339,10 +345,13 @@ impl Server {
             label: self.label.clone(),
             policy: self.source.elicitation,
             callers: self.callers.clone(),
+            legacy,
         };
+        let handler = make_handler(false);
         let label = self.label.clone();
         if let Some(url) = self.source.url.clone() {
             let headers = self.source.headers.clone();
+            let legacy_handler = make_handler(true);
             let service = runtime::wait(async move {
                 let mut custom = HashMap::new();
                 for (name, value) in headers {
@@ -367,13 +376,31 @@ impl Server {
                         url.as_str(),
                     )
                     .custom_headers(custom);
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                match tokio::time::timeout(
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config.clone());
+                let mut attempt = tokio::time::timeout(
                     CONNECT_TIMEOUT,
                     handler.serve_with_lifecycle(transport, lifecycle()),
                 )
-                .await
-                {
+                .await;
+                // A server of an earlier revision may answer `server/discover`
+                // with a result that is not a discover result (an empty one, as
+                // some answer any method they do not know), which rmcp's probe
+                // takes as an error rather than as "legacy". Over HTTP a second
+                // connection costs one round trip: connect again with
+                // `initialize` alone. (Over stdio the process has read the probe
+                // already; such a server fails there, naming the answer.)
+                if matches!(
+                    attempt,
+                    Ok(Err(rmcp::service::ClientInitializeError::ExpectedInitResult(_)))
+                ) {
+                    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                    attempt = tokio::time::timeout(
+                        CONNECT_TIMEOUT,
+                        legacy_handler.serve_with_lifecycle(transport, ClientLifecycleMode::Initialize),
+                    )
+                    .await;
+                }
+                match attempt {
                     Ok(Ok(service)) => Ok(service),
                     Ok(Err(error)) => Err(SourceError::Initialize {
                         label,
