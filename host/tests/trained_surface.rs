@@ -796,6 +796,32 @@ b = { to = "pattern" }
     assert!(err.contains("'Broken'") && err.contains("'b'"), "{err}");
 }
 
+/// A plan's own profile is compiled when the plan loads (the built-in
+/// ones only when first called), so a schema that does not compile fails
+/// the load, naming the profile, rather than the first call to it.
+#[test]
+fn a_plan_profile_whose_schema_does_not_compile_fails_the_plan_naming_it() {
+    let extra = r#"
+[[alias_profiles]]
+name = "BadSchema"
+tool = "glob"
+schema = { type = "object", properties = { a = { type = "no-such-type" } } }
+"#;
+    let text = format!(
+        "[host]\nmodule_path = [{:?}]\n\n[[tools]]\nmodule = \"filesystem\"\n{extra}",
+        common::target_dir().display().to_string()
+    );
+    let plan = toolhost::plan::Plan::parse(&text, Path::new("bad-schema.toml")).expect("parses");
+    let err = toolhost::host::Host::open(plan)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        err.contains("'BadSchema'") && err.contains("invalid schema"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_policy_rule_for_a_profile_only_name_is_refused_with_the_name_to_use() {
     let text = format!(

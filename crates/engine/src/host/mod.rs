@@ -283,11 +283,18 @@ impl Host {
             self.plan.alias_profiles.iter().map(|p| p.name.as_str()).collect();
         let builtin = crate::alias::builtin()
             .iter()
-            .filter(|p| !plan_names.contains(p.name.as_str()));
+            .filter(|p| !plan_names.contains(p.name.as_str()))
+            .map(|def| (def, true));
+        let planned = self.plan.alias_profiles.iter().map(|def| (def, false));
         let mut registry = self.registry.write().map_err(|_| AliasError::Poisoned)?;
         let colliding = &self.plan.host.colliding_families;
-        for def in builtin.chain(&self.plan.alias_profiles) {
-            let profile = crate::alias::Profile::new(def.clone())?;
+        for (def, built_in) in builtin.chain(planned) {
+            // A plan's profile is compiled now, so that a broken one fails
+            // the load; a built-in one when first called.
+            let profile = match built_in {
+                true => crate::alias::Profile::builtin(def.clone())?,
+                false => crate::alias::Profile::new(def.clone())?,
+            };
             let added = registry.add_profile(profile, colliding);
             tracing::debug!(alias = %def.name, tool = %def.tool, ?added, "alias profile");
         }

@@ -51,7 +51,7 @@ pub mod watchdog;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -152,7 +152,11 @@ pub struct Pipeline {
     run_counts: crate::governance::grants::RunCounts,
     /// `[[limits]]` buckets of this host.
     rate_limits: rate_limit::RateLimits,
-    redactor: Option<crate::governance::redact::Redactor>,
+    /// The output guardrail, compiled at the first call that needs it:
+    /// compiling its one regex over every secret and format was about 5%
+    /// of the CPU `toolhost serve` spent before it could answer the
+    /// client's `initialize` (~0.3 ms; perf profile of 10 starts).
+    redactor: OnceLock<Option<crate::governance::redact::Redactor>>,
     hooks: hooks::Hooks,
     audit: Option<Arc<AuditLog>>,
     /// The idempotency store once opened (a failed open is tried again at
@@ -171,17 +175,9 @@ pub struct Pipeline {
 impl Pipeline {
     /// A pipeline over `host`; `shutdown` cancels every call in flight. The
     /// audit log is the host's (opened when it loaded); the redaction
-    /// guardrail reads the environment now.
+    /// guardrail reads the environment when it is first needed.
     pub fn new(host: Arc<Host>, shutdown: CancelToken) -> Self {
         let audit = host.audit.clone();
-        let redactor = host.plan.host.redact.redactor().unwrap_or_else(|e| {
-            // The plan's patterns were checked when it was parsed; this
-            // is a pattern too large to compile.
-            tracing::error!("{e}; only the built-in formats are redacted");
-            crate::governance::redact::Redactor::new(&Default::default(), std::env::vars())
-                .ok()
-                .flatten()
-        });
         let working_dir = host.plan.working_dir.to_string_lossy().into_owned();
         let pipeline = Pipeline {
             surface: crate::surface::Surface::new(&host.plan),
@@ -193,7 +189,7 @@ impl Pipeline {
             counts: policy::CallCounts::default(),
             run_counts: Default::default(),
             rate_limits: Default::default(),
-            redactor,
+            redactor: OnceLock::new(),
             audit,
             store: Mutex::new(None),
             working_dir,
@@ -206,6 +202,23 @@ impl Pipeline {
             }
         }
         pipeline
+    }
+
+    /// The output guardrail (`None` when `[host.redact] enabled = false`),
+    /// compiled on first use.
+    fn redactor(&self) -> Option<&crate::governance::redact::Redactor> {
+        self.redactor
+            .get_or_init(|| {
+                self.host.plan.host.redact.redactor().unwrap_or_else(|e| {
+                    // The plan's patterns were checked when it was parsed;
+                    // this is a pattern too large to compile.
+                    tracing::error!("{e}; only the built-in formats are redacted");
+                    crate::governance::redact::Redactor::new(&Default::default(), std::env::vars())
+                        .ok()
+                        .flatten()
+                })
+            })
+            .as_ref()
     }
 
     /// Approvals given up front (`--yes`, `--approve TOOL`).
@@ -307,7 +320,7 @@ impl Pipeline {
         let prepared = self.stages_1_to_4(id, call, trace).await;
         prepared.map_err(|mut refusal| {
             // A replay is a stored result, redacted when it was produced.
-            if let Some(redactor) = self.redactor.as_ref().filter(|_| !trace.replayed) {
+            if let Some(redactor) = self.redactor().filter(|_| !trace.replayed) {
                 redactor.redact_result(&mut refusal);
             }
             refusal
@@ -462,7 +475,7 @@ impl Pipeline {
             tool,
             input,
             cancel: call.cancel.unwrap_or_default(),
-            progress: match &self.redactor {
+            progress: match self.redactor() {
                 Some(redactor) => redactor.progress_sink(call.progress),
                 None => call.progress,
             },
@@ -573,7 +586,7 @@ impl Pipeline {
         // 7. post-process: schema, secrets (before truncation, so a secret
         // across the cut is still seen whole), size
         let mut result = postprocess::check_output(tool, result);
-        if let Some(redactor) = &self.redactor {
+        if let Some(redactor) = self.redactor() {
             redactor.redact_result(&mut result);
         }
         if let Some(notice) = &trace.deprecation {

@@ -144,9 +144,29 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Checks a definition: an object schema, and rules only for
-    /// parameters the schema has.
+    /// Checks a definition: an object schema, rules only for parameters
+    /// the schema has, and a schema that compiles (compiled here, so a
+    /// plan's broken profile fails the load and `toolhost check`).
     pub fn new(def: ProfileDef) -> Result<Profile, ProfileError> {
+        let profile = Profile::checked(def)?;
+        let compiled = compile(&profile.def)?;
+        let _ = profile.validator.set(Ok(compiled));
+        Ok(profile)
+    }
+
+    /// A built-in profile ([`builtin`]): checked like [`Profile::new`], but
+    /// its schema is compiled on first use. Compiling the built-in
+    /// families' fifteen schemas (and, for the first, JSON Schema's own
+    /// meta-schema) was about a tenth of the CPU `toolhost serve` spent
+    /// before answering `initialize` (~0.6 ms; perf profile of 10 starts),
+    /// mostly for profiles no client calls; that they compile is checked
+    /// by a unit test instead.
+    pub fn builtin(def: ProfileDef) -> Result<Profile, ProfileError> {
+        Profile::checked(def)
+    }
+
+    /// The structural checks of a definition, its schema not compiled.
+    fn checked(def: ProfileDef) -> Result<Profile, ProfileError> {
         let props = def
             .schema
             .get("properties")
@@ -173,10 +193,9 @@ impl Profile {
                 return Err(conflict(param, RuleConflict::ScaleAndEach));
             }
         }
-        let compiled = compile(&def)?;
         Ok(Profile {
             def,
-            validator: OnceLock::from(Ok(compiled)),
+            validator: OnceLock::new(),
         })
     }
 
