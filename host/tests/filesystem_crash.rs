@@ -163,26 +163,39 @@ fn kill_9_during_writes_and_edits_never_tears_a_file_and_the_next_mount_cleans_u
     // the rename (each span as long as the temp file lives, at least 0.5 ms).
     let lives = (landed_at - temp_at).max(500);
     let (from, to) = (temp_at.saturating_sub(lives), landed_at + lives);
+    // (`from` may move below; `window` stays.)
     let window = to - from;
 
     let mut rng = Rng(0x5eed_0020_c0ff_ee11);
     let (mut old_kept, mut new_landed, mut temps_left) = (0, 0, 0);
+    // The aim follows where the kills land: on a loaded machine the host can
+    // run ahead of (or behind) the calibration, so that every kill of a
+    // stretch lands on one side of the rename. After each 10 rounds that all
+    // landed on one side, the window moves by half its width toward the
+    // other side.
+    let mut from = from as i64;
+    let (mut streak_old, mut streak_new) = (0u32, 0u32);
     let started = Instant::now();
     for round in 1..=rounds {
         let current = std::fs::read_to_string(&file).unwrap();
         let (calls, new) = calls_for(round, &current);
         let (mut child, ready) = start(&env, &calls);
-        let delay = Duration::from_micros(from + rng.below(window));
+        let delay = Duration::from_micros(from.max(0) as u64 + rng.below(window));
         // Fault injection, not a wait for a state: the kill lands anywhere
-        // in the write (before it, in it, after it).
-        std::thread::sleep(delay.saturating_sub(ready.elapsed()));
+        // in the write (before it, in it, after it). A spin, not a sleep:
+        // a sleeping thread's wake-up can come milliseconds late under load.
+        while ready.elapsed() < delay {
+            std::hint::spin_loop();
+        }
         let _ = child.kill();
         child.wait().unwrap();
         let after = std::fs::read(&file).unwrap();
         if after == current.as_bytes() {
             old_kept += 1;
+            (streak_old, streak_new) = (streak_old + 1, 0);
         } else if after == new.as_bytes() {
             new_landed += 1;
+            (streak_old, streak_new) = (0, streak_new + 1);
         } else {
             panic!(
                 "round {round}: killed {delay:?} after the change started, the file is torn: {} bytes, neither the old {} nor the new {}",
@@ -192,6 +205,12 @@ fn kill_9_during_writes_and_edits_never_tears_a_file_and_the_next_mount_cleans_u
             );
         }
         temps_left += temp_files(&project).len();
+        let step = (window / 2).max(1) as i64;
+        if streak_new >= 10 {
+            (from, streak_new) = (from - step, 0);
+        } else if streak_old >= 10 {
+            (from, streak_old) = (from + step, 0);
+        }
     }
     let elapsed = started.elapsed();
     // The next mount removes what the killed hosts left.
