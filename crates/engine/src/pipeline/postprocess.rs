@@ -91,11 +91,7 @@ pub fn bound_content(mut result: ToolResult, max: usize) -> ToolResult {
         .filter(|size| *size > max)
     {
         result.structured = None;
-        let (before, after) = result
-            .metadata
-            .truncated
-            .map_or((0, 0), |t| (t.original_bytes, t.kept_bytes));
-        result.metadata.truncated = Some(Truncation::new(before + size as u64, after));
+        add_truncation(&mut result, size, 0);
     }
     let (text, binary) = result.content.iter().fold((0, 0), |(t, b), block| {
         let len = block_len(block);
@@ -139,12 +135,18 @@ pub fn bound_content(mut result: ToolResult, max: usize) -> ToolResult {
         })
         .collect();
     let kept: usize = result.content.iter().map(block_len).sum();
+    add_truncation(&mut result, original, kept);
+    result
+}
+
+/// Adds `original` bytes of which `kept` were kept to what
+/// `metadata.truncated` already counts (the output's cut, made before).
+fn add_truncation(result: &mut ToolResult, original: usize, kept: usize) {
     let (before, after) = result
         .metadata
         .truncated
         .map_or((0, 0), |t| (t.original_bytes, t.kept_bytes));
     result.metadata.truncated = Some(Truncation::new(before + original as u64, after + kept as u64));
-    result
 }
 
 /// Whether a block's size is its base64 data.
@@ -157,9 +159,10 @@ fn is_binary(block: &ContentBlock) -> bool {
     )
 }
 
-/// A block's size: its text, or its base64 data, and its other strings.
+/// A block's size: its text, or its base64 data, and its other strings
+/// (its JSON text, counted without copying the block into a `Value`).
 fn block_len(block: &ContentBlock) -> usize {
-    serde_json::to_value(block).map_or(0, |v| json_len(&v))
+    json_len(block)
 }
 
 /// What a block is, for the note that replaces it.
@@ -194,7 +197,7 @@ pub fn bound(mut result: ToolResult, max: usize) -> ToolResult {
 }
 
 /// The size of a value's JSON text, counted without building the text.
-pub(crate) fn json_len(value: &Value) -> usize {
+pub(crate) fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
