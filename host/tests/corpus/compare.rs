@@ -91,6 +91,15 @@ fn sane(case: &Case, observed: &Value) -> Result<(), String> {
             return Err(format!("{replayed} records say replayed: {}", observed["audit"]));
         }
     }
+    if case.status == "timeout" {
+        for details in results.iter().map(|r| &r["details"]) {
+            let (limit, after) = (&details["limit_ms"], &details["after_ms"]);
+            match (limit.as_u64(), after.as_u64()) {
+                (Some(limit), Some(after)) if after >= limit => {}
+                _ => return Err(format!("a timeout fired at {after} ms, before its limit {limit} ms")),
+            }
+        }
+    }
     Ok(())
 }
 
