@@ -8,11 +8,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::raw_stdio::RawServe;
 use common::{target_dir, Env};
 use serde_json::{json, Value};
 
@@ -163,63 +162,6 @@ fn a_fixed_timeout_still_ignores_progress_without_a_hard_cap() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
-/// `toolhost serve` over stdio, spoken to line by line.
-struct Served {
-    child: std::process::Child,
-    input: std::process::ChildStdin,
-    output: BufReader<std::process::ChildStdout>,
-}
-
-impl Served {
-    fn start(env: &Env) -> Served {
-        let mut child = env
-            .command()
-            .env("RUST_LOG", "warn")
-            .arg("serve")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start toolhost serve");
-        let input = child.stdin.take().expect("stdin");
-        let output = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut served = Served { child, input, output };
-        served.send(
-            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "long-calls", "version": "0"}}}),
-        );
-        served.answer(0);
-        served.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        served
-    }
-
-    fn send(&mut self, message: Value) {
-        writeln!(self.input, "{message}").expect("write to the host");
-        self.input.flush().expect("flush");
-    }
-
-    /// Reads until the answer to request `id` (skipping notifications).
-    fn answer(&mut self, id: u64) -> Value {
-        loop {
-            let mut line = String::new();
-            let n = self.output.read_line(&mut line).expect("read");
-            assert!(n > 0, "the host closed its output before answering {id}");
-            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn no_timeout_runs_until_cancelled() {
     // The host default would end the call after 1 s; "none" lifts it.
@@ -228,7 +170,7 @@ fn no_timeout_runs_until_cancelled() {
          [[tools]]\nmodule = \"fixture\"\n\n\
          [policy.tools.sleep]\ntimeout_secs = \"none\"\n",
     );
-    let mut served = Served::start(&env);
+    let mut served = RawServe::start(&env, "long-calls");
     served.send(
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "sleep", "arguments": {"ms": 60_000, "every_ms": 0}}}),

@@ -7,13 +7,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::raw_stdio::RawServe;
 use common::rss::{assert_within_budget, peak_kib};
 use common::{module_file, Env};
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[test]
 fn a_client_that_does_not_read_costs_dropped_progress_not_memory() {
@@ -22,32 +21,9 @@ fn a_client_that_does_not_read_costs_dropped_progress_not_memory() {
          isolation = \"in-process\"\n[tools.config]\nhostile = true\n",
         module_file("toolhost_fixture_crashy").display()
     ));
-    let mut child = env
-        .command()
-        .env("RUST_LOG", "warn")
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start toolhost serve");
-    let pid = child.id();
-    let mut input = child.stdin.take().expect("stdin");
-    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut send = |message: Value| {
-        writeln!(input, "{message}").expect("write to the host");
-        input.flush().expect("flush");
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "slow-reader", "version": "0"}}}),
-    );
-    let mut line = String::new();
-    output.read_line(&mut line).expect("the initialize answer");
-    assert!(line.contains("\"id\":1"), "{line}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(
+    let mut served = RawServe::start(&env, "slow-reader");
+    let pid = served.pid();
+    served.send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "c_flood_progress", "arguments": {"ms": 5000},
         "_meta": {"progressToken": "p"}}}),
@@ -66,10 +42,7 @@ fn a_client_that_does_not_read_costs_dropped_progress_not_memory() {
     let mut progress = 0u64;
     let result = loop {
         assert!(Instant::now() < deadline, "no result within 60 s");
-        line.clear();
-        let n = output.read_line(&mut line).expect("read");
-        assert!(n > 0, "the host closed its output before the result");
-        let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+        let message = served.next();
         if message["method"] == "notifications/progress" {
             progress += 1;
             continue;
@@ -79,8 +52,7 @@ fn a_client_that_does_not_read_costs_dropped_progress_not_memory() {
         }
     };
     peak = peak.max(peak_kib(pid).unwrap_or(0));
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(served);
     let sent = result["result"]["structuredContent"]["sent"]
         .as_u64()
         .expect("sent");

@@ -13,6 +13,7 @@ use serde_json::Value;
 pub mod fs_lab;
 pub mod pdf;
 pub mod procs;
+pub mod raw_stdio;
 pub mod rss;
 pub mod serve;
 pub mod users;
@@ -106,6 +107,19 @@ impl Env {
     /// Runs `toolhost <args…>` to completion.
     pub fn run(&self, args: &[&str]) -> Output {
         self.command().args(args).output().expect("run toolhost")
+    }
+
+    /// Runs `toolhost <args…>`, which must fail with a message containing
+    /// `want` (on stdout or stderr); `what` names the case in a failure.
+    pub fn assert_refused(&self, args: &[&str], want: &str, what: &str) {
+        let out = self.run(args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "[{what}] accepted: {text}");
+        assert!(text.contains(want), "[{what}] unclear, wanted {want:?}: {text}");
     }
 
     /// Runs `toolhost <args…>` with `input` on its stdin.
