@@ -12,8 +12,11 @@ a tampered retry)."""
 from __future__ import annotations
 
 import json
+import queue
 import secrets
 import subprocess
+import threading
+from pathlib import Path
 
 import httpx2
 import mcp_types as types
@@ -456,3 +459,101 @@ def test_http_legacy_session_sets_its_log_level(http_server):
     assert answer(level) == {"jsonrpc": "2.0", "id": 2, "result": {}}, level.text
     listed = answer(httpx2.post(server.url, json=rpc(3, "tools/list", {}), headers=headers, timeout=30))
     assert "ttlMs" not in listed["result"], "older revisions keep their shape"
+
+
+# --- subscriptions/listen: tool list changes without a session ---
+
+CHANGING_PEER = Path(__file__).resolve().parents[1] / "node" / "changing_tools.mjs"
+CHANGING = f'[[tools]]\nprefix = "ch__"\n[tools.mcp]\ncommand = ["node", "{CHANGING_PEER}"]\n'
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+def listen_params() -> dict:
+    return with_meta({"notifications": {"toolsListChanged": True, "promptsListChanged": True}})
+
+
+def until_answer(server: RawServer, rid: int) -> tuple[dict, list[dict]]:
+    """The answer to `rid`, and the notifications read before it."""
+    seen = []
+    while True:
+        message = server.read()
+        if message.get("id") == rid and ("result" in message or "error" in message):
+            return message, seen
+        seen.append(message)
+
+
+def test_stdio_a_listener_hears_tool_list_changes(workspace):
+    ws = workspace(CHANGING)
+    server = RawServer(ws)
+    try:
+        sub = server.request("subscriptions/listen", listen_params())
+        ack = server.read()
+        assert ack["method"] == "notifications/subscriptions/acknowledged", ack
+        # Only the tool list changes here: prompts are not accepted.
+        assert ack["params"]["notifications"] == {"toolsListChanged": True}, ack
+        assert ack["params"]["_meta"][SUBSCRIPTION_ID] == sub, ack
+
+        mutate = with_meta({"name": "ch__mutate", "arguments": {"add": "beta"}})
+        answer_, seen = until_answer(server, server.request("tools/call", mutate))
+        assert answer_["result"]["resultType"] == "complete", answer_
+        changed = [m for m in seen if m.get("method") == "notifications/tools/list_changed"]
+        while not changed:
+            message = server.read()
+            if message.get("method") == "notifications/tools/list_changed":
+                changed.append(message)
+        assert changed[0]["params"]["_meta"][SUBSCRIPTION_ID] == sub, changed
+        listed = server.response(server.request("tools/list", with_meta()))["result"]
+        assert "ch__beta" in [t["name"] for t in listed["tools"]], listed
+
+        # A cancelled listener is told nothing more: the next change's
+        # notification never comes before a later answer that follows it.
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": sub}})
+        until_answer(server, server.request("tools/call", with_meta({"name": "ch__mutate", "arguments": {"remove": "beta"}})))
+        assert wait_until(
+            lambda: "ch__beta" not in [t["name"] for t in server.response(server.request("tools/list", with_meta()))["result"]["tools"]],
+            timeout=10,
+        )
+        _, after = until_answer(server, server.request("tools/list", with_meta()))
+        assert not [m for m in after if m.get("method") == "notifications/tools/list_changed"], after
+    finally:
+        server.kill()
+
+
+def test_http_a_listener_hears_tool_list_changes_on_its_stream(http_server):
+    server = http_server(CHANGING)
+    heard: queue.Queue = queue.Queue()
+
+    def listen() -> None:
+        body = rpc(1, "subscriptions/listen", listen_params())
+        sent = {
+            "Authorization": f"Bearer {server.token}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": V2026,
+            "Mcp-Method": "subscriptions/listen",
+        }
+        try:
+            with httpx2.stream("POST", server.url, json=body, headers=sent, timeout=30) as response:
+                heard.put(("status", response.status_code, response.headers.get("content-type", "")))
+                for line in response.iter_lines():
+                    if line.startswith("data:") and line[5:].strip():
+                        heard.put(("message", json.loads(line[5:])))
+        except Exception as e:  # noqa: BLE001: the main thread reports it
+            heard.put(("error", repr(e)))
+
+    threading.Thread(target=listen, daemon=True).start()
+    status = heard.get(timeout=30)
+    assert status[:2] == ("status", 200) and status[2].startswith("text/event-stream"), status
+    kind, ack = heard.get(timeout=30)
+    assert kind == "message" and ack["method"] == "notifications/subscriptions/acknowledged", ack
+
+    called = answer(post(server, rpc(2, "tools/call", with_meta({"name": "ch__mutate", "arguments": {"add": "gamma"}}))))
+    assert called["result"]["resultType"] == "complete", called
+    while True:
+        kind, message = heard.get(timeout=30)
+        assert kind == "message", message
+        if message.get("method") == "notifications/tools/list_changed":
+            break
+    assert message["params"]["_meta"][SUBSCRIPTION_ID] == 1, message
+    listed = answer(post(server, rpc(3, "tools/list", with_meta())))["result"]
+    assert "ch__gamma" in [t["name"] for t in listed["tools"]], listed

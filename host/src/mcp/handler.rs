@@ -11,8 +11,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::adapter::{self, http_principal, http_toolset};
@@ -174,6 +175,34 @@ impl ServerHandler for ToolhostServer {
                 e.to_string(),
                 Some(serde_json::json!({ "code": e.code(), "uri": request.uri })),
             )),
+        }
+    }
+
+    /// 2026-07-28 clients hear of tool list changes by listening: only the
+    /// tool list changes here (kept outputs never change; there are no
+    /// prompts), so that is all a listener is given.
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Tells the listener of every change to the tool list until it cancels
+    /// (or its stream closes, which cancels it). Changes that arrive while a
+    /// notification is being sent fold into one: the client lists anew.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.subscribers.changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if let Err(e) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!("a tool list listener is gone: {e}");
+                        return Ok(());
+                    }
+                }
+            }
         }
     }
 
