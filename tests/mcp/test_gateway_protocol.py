@@ -95,3 +95,18 @@ async def test_a_failure_keeps_its_structured_content(workspace):
     assert [(block.type, block.text) for block in result.content] == [("text", "refused: the quota is spent")]
     assert result.structured_content == {"reason": "quota", "retry_after_s": 30}
     assert toolhost_meta(result)["code"] == "tool_error"
+
+
+LENIENT = Path(__file__).resolve().parent / "peers" / "lenient_server.py"
+
+
+async def test_a_stdio_server_answering_discover_with_an_empty_result_is_started_again_with_initialize(workspace):
+    ws = workspace(
+        '[host]\ndefault_timeout_secs = 60\naudit_log = "audit.jsonl"\n\n'
+        f'[[tools]]\nprefix = "le__"\n[tools.mcp]\ncommand = ["{sys.executable}", "{LENIENT}"]\n'
+    )
+    assert negotiated(ws) == "2025-06-18"
+    async with stdio_session(ws) as (session, _):
+        result = await session.call_tool("le__hello", {})
+        assert not result.is_error, result
+        assert result.content[0].text == "hello from a lenient server", result

@@ -387,8 +387,8 @@ impl Server {
                 // some answer any method they do not know), which rmcp's probe
                 // takes as an error rather than as "legacy". Over HTTP a second
                 // connection costs one round trip: connect again with
-                // `initialize` alone. (Over stdio the process has read the probe
-                // already; such a server fails there, naming the answer.)
+                // `initialize` alone. (Over stdio the process is started again:
+                // see below.)
                 if matches!(
                     attempt,
                     Ok(Err(rmcp::service::ClientInitializeError::ExpectedInitResult(_)))
@@ -426,6 +426,62 @@ impl Server {
             }));
         }
 
+        // A server of an earlier revision may answer `server/discover` with
+        // a result that is not a discover result (an empty one, as some
+        // answer any method they do not know), which rmcp's probe takes as
+        // an error rather than as "legacy". That process has read the probe
+        // already: start it again and speak `initialize` alone.
+        let (service, process, forwarder) = match self.spawn_stdio(make_handler(false), lifecycle()) {
+            Err(SourceError::Handshake {
+                error: HandshakeError::Failed(error),
+                ..
+            }) if matches!(
+                *error,
+                rmcp::service::ClientInitializeError::ExpectedInitResult(_)
+            ) =>
+            {
+                tracing::info!(server = %label, "the MCP server did not understand server/discover: starting it again with initialize");
+                self.spawn_stdio(make_handler(true), ClientLifecycleMode::Initialize)?
+            }
+            started => started?,
+        };
+        let conn = Arc::new(Conn {
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
+            reaper: Some(process.clone()),
+            ended: Mutex::new(None),
+            closing: AtomicBool::new(false),
+            counted: AtomicBool::new(false),
+            watch: probe::Watch::default(),
+            stderr: Mutex::new(Some(forwarder)),
+        });
+        let (me, watched) = (self.clone(), conn.clone());
+        std::thread::Builder::new()
+            .name("toolhost-mcp-wait".into())
+            .spawn(move || {
+                let status = process.wait();
+                me.ended(&watched, describe(status));
+            })
+            .map_err(|error| SourceError::Watch { label, error })?;
+        Ok(conn)
+    }
+
+    /// Spawns the server's command under its reaper and runs the MCP
+    /// handshake with `handler` in `lifecycle`; on failure the process is
+    /// ended and its stderr drained into the log.
+    fn spawn_stdio(
+        &self,
+        handler: Handler,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<
+        (
+            RunningService<RoleClient, Handler>,
+            Arc<Process>,
+            super::stderr::Forwarder,
+        ),
+        SourceError,
+    > {
+        let label = self.label.clone();
         let (program, args) = self
             .source
             .command
@@ -473,7 +529,7 @@ impl Server {
             let stdout = super::list_filter::filtered(stdout, limits);
             match tokio::time::timeout(
                 CONNECT_TIMEOUT,
-                handler.serve_with_lifecycle((stdout, stdin), lifecycle()),
+                handler.serve_with_lifecycle((stdout, stdin), lifecycle),
             )
             .await
             {
@@ -500,25 +556,7 @@ impl Server {
                 });
             }
         };
-        let conn = Arc::new(Conn {
-            peer: service.peer().clone(),
-            service: Mutex::new(Some(service)),
-            reaper: Some(process.clone()),
-            ended: Mutex::new(None),
-            closing: AtomicBool::new(false),
-            counted: AtomicBool::new(false),
-            watch: probe::Watch::default(),
-            stderr: Mutex::new(Some(forwarder)),
-        });
-        let (me, watched) = (self.clone(), conn.clone());
-        std::thread::Builder::new()
-            .name("toolhost-mcp-wait".into())
-            .spawn(move || {
-                let status = process.wait();
-                me.ended(&watched, describe(status));
-            })
-            .map_err(|error| SourceError::Watch { label, error })?;
-        Ok(conn)
+        Ok((service, process, forwarder))
     }
 
     /// The connection died (`ended` says how): forget it and count a crash.
