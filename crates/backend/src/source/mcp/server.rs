@@ -36,6 +36,14 @@ use crate::isolate::{crashed_result, unavailable_result};
 use crate::plan::McpSource;
 use toolhost_supervise::{describe, reaper, Ended, Process, Restarts};
 
+/// A stdio server started and past its handshake: the client service,
+/// the process (under its reaper) and the thread forwarding its stderr.
+type Started = (
+    RunningService<RoleClient, Handler>,
+    Arc<Process>,
+    super::stderr::Forwarder,
+);
+
 /// The most `input_required` rounds one call may take.
 const MAX_INPUT_ROUNDS: usize = 10;
 
@@ -469,18 +477,7 @@ impl Server {
     /// Spawns the server's command under its reaper and runs the MCP
     /// handshake with `handler` in `lifecycle`; on failure the process is
     /// ended and its stderr drained into the log.
-    fn spawn_stdio(
-        &self,
-        handler: Handler,
-        lifecycle: ClientLifecycleMode,
-    ) -> Result<
-        (
-            RunningService<RoleClient, Handler>,
-            Arc<Process>,
-            super::stderr::Forwarder,
-        ),
-        SourceError,
-    > {
+    fn spawn_stdio(&self, handler: Handler, lifecycle: ClientLifecycleMode) -> Result<Started, SourceError> {
         let label = self.label.clone();
         let (program, args) = self
             .source
