@@ -365,3 +365,59 @@ def test_idle_connections_past_the_descriptor_limit_and_an_initialize_flood(work
         for s in idle:
             s.close()
         server.stop()
+
+
+def trickle(host: str, port: int, request_head: bytes, drip_every: float, drips: int) -> bytes:
+    """Sends `request_head` at once, then one byte of its promised body each
+    `drip_every` seconds (at most `drips`); what the server answered."""
+    sock = socket.create_connection((host, port), timeout=30)
+    try:
+        sock.sendall(request_head)
+        sock.settimeout(drip_every)
+        answered = b""
+        for _ in range(drips):
+            try:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                answered += chunk
+                if b"\r\n\r\n" in answered:
+                    break
+            except socket.timeout:
+                pass
+            try:
+                sock.sendall(b" ")
+            except OSError:
+                break
+        return answered
+    finally:
+        sock.close()
+
+
+def test_a_token_holder_trickling_a_body_is_cut_off_at_the_body_timeout(workspace):
+    ws = workspace()
+    server = start(ws, "--body-timeout-secs", "2")
+    try:
+        host, port = re.match(r"http://([^:/]+):(\d+)", server.url).groups()
+        with httpx2.Client(timeout=10) as client:
+            sid = open_session(client, server.url)
+        heads = {
+            "a new session": b"",
+            "a session's request": f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n".encode(),
+        }
+        for what, extra in heads.items():
+            head = (
+                b"POST /mcp HTTP/1.1\r\nHost: " + f"{host}:{port}".encode() + b"\r\n"
+                b"Authorization: Bearer tok\r\nAccept: application/json, text/event-stream\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 100000\r\n" + extra + b"\r\n"
+            )
+            started = time.monotonic()
+            # One byte every half second: the header timeout never fires,
+            # the body would take 14 hours.
+            answered = trickle(host, int(port), head, 0.5, 40)
+            took = time.monotonic() - started
+            assert answered.startswith(b"HTTP/1.1 408"), f"{what}: {answered[:300]!r} after {took:.1f}s"
+            assert b"--body-timeout-secs" in answered, f"{what}: {answered!r}"
+        assert echo_works(server.url)
+    finally:
+        server.stop()

@@ -55,6 +55,11 @@ pub(super) struct ServeArgs {
     /// keep-alive connection is kept).
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     header_timeout_secs: u64,
+    /// Seconds a client may take to send a request's body, once its
+    /// headers and token are in: a token holder trickling a body cannot
+    /// hold a connection (and its place) for ever.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    body_timeout_secs: u64,
     /// Seconds without a request after which a session ends, its calls and
     /// jobs with it.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
@@ -128,6 +133,7 @@ pub(super) async fn run(host: Arc<Host>, shutdown: CancelToken, args: ServeArgs)
             options.unauthenticated_timeout = Duration::from_secs(args.unauthenticated_timeout_secs.max(1));
             options.sessions_per_principal = pipeline.host().plan.host.sessions_per_principal.max(1);
             options.header_timeout = Duration::from_secs(args.header_timeout_secs.max(1));
+            options.body_timeout = Duration::from_secs(args.body_timeout_secs.max(1));
             options.session_idle = Duration::from_secs(args.session_idle_secs.max(1));
             mcp::http::serve(pipeline, shutdown, options)
                 .await

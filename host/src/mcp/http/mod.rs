@@ -79,6 +79,8 @@ pub struct Options {
     /// How long a client may take to send a request's headers, and how long
     /// an idle keep-alive connection is kept.
     pub header_timeout: Duration,
+    /// How long a request's body may take to arrive, once its headers did.
+    pub body_timeout: Duration,
     /// A session with no request for this long ends (its calls with it).
     pub session_idle: Duration,
 }
@@ -96,6 +98,7 @@ impl Options {
             max_sessions: 64,
             sessions_per_principal: 16,
             header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
             session_idle: Duration::from_secs(600),
         }
     }
@@ -160,6 +163,8 @@ struct Routing {
     gate: auth::Gate,
     calls: Arc<SessionCalls>,
     max_sessions: usize,
+    /// How long a request's body may take (`--body-timeout-secs`).
+    body_timeout: Duration,
     /// Whose each session is, and the per-principal quota.
     owners: Arc<Owners>,
     /// Authenticated connections (`max_connections`).
@@ -219,6 +224,7 @@ pub async fn serve(
         gate,
         calls: calls.clone(),
         max_sessions: options.max_sessions,
+        body_timeout: options.body_timeout,
         owners: owners.clone(),
         connections: Connections::new(options.max_connections),
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
@@ -381,7 +387,7 @@ async fn route(routing: &Routing, standing: &Standing, mut request: Request<Inco
     // Someone else's session is answered as one that does not exist, the
     // body read first as rmcp does (so the connection stays usable alike).
     let Some(busy) = routing.owners.claim(&session, &principal.0) else {
-        let _ = Limited::new(request.into_body(), MAX_BODY).collect().await;
+        let _ = read_body(routing, request.into_body()).await;
         return owners::not_found();
     };
     let response = in_session(routing, request, &session).await;
@@ -403,6 +409,12 @@ async fn in_session(routing: &Routing, request: Request<Incoming>, session: &str
         }
         Method::POST => {
             let version = priming::version_of(request.headers(), None);
+            let (parts, body) = request.into_parts();
+            let bytes = match read_body(routing, body).await {
+                Ok(bytes) => bytes,
+                Err(refused) => return refused,
+            };
+            let request = Request::from_parts(parts, Full::new(bytes));
             without_priming_unless(&version, routing.mcp.handle(request).await)
         }
         _ => {
@@ -430,14 +442,9 @@ async fn new_session(routing: &Routing, principal: &Principal, request: Request<
         }
     }
     let (parts, body) = request.into_parts();
-    let bytes = match Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            return auth::refusal(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body could not be read (at most {MAX_BODY} bytes): {e}\n"),
-            )
-        }
+    let bytes = match read_body(routing, body).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
     let asked = asked_version(&bytes);
     let version = priming::version_of(&parts.headers, asked.as_deref());
@@ -561,6 +568,34 @@ async fn refuse_if_full(routing: &Routing) -> Option<Response<Body>> {
         hyper::header::HeaderValue::from_static("close"),
     );
     Some(refused)
+}
+
+/// A request's body, read whole (as rmcp would) within the size cap and
+/// `--body-timeout-secs`: past either, the answer that refuses it, with
+/// the connection closed (the rest of the body is not read).
+async fn read_body(routing: &Routing, body: Incoming) -> Result<Bytes, Response<Body>> {
+    let refused = |status, message: String| {
+        let mut refused = auth::refusal(status, message);
+        refused.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+        refused
+    };
+    match tokio::time::timeout(routing.body_timeout, Limited::new(body, MAX_BODY).collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) => Err(refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body could not be read (at most {MAX_BODY} bytes): {e}\n"),
+        )),
+        Err(_) => Err(refused(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} s (--body-timeout-secs)\n",
+                routing.body_timeout.as_secs()
+            ),
+        )),
+    }
 }
 
 /// Whether a body is a JSON-RPC `initialize` request (the only request
