@@ -38,7 +38,7 @@ fn the_postgres_audit_sink_keeps_one_chain_per_host_and_reports_outages() {
     assert_eq!(
         cluster
             .psql("SELECT string_agg(version || ':' || name, ',' ORDER BY version) FROM toolhost_migrations"),
-        "1:idempotency,2:audit"
+        "1:idempotency,2:audit,3:tasks"
     );
 
     assert_eq!(a.last().unwrap(), None);

@@ -12,6 +12,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
 };
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
@@ -32,6 +33,8 @@ pub struct ToolhostServer {
     subscribers: super::tools_changed::Subscribers,
     /// HTTP: each session's cancel token (fired when the session ends).
     session_calls: Option<Arc<SessionCalls>>,
+    /// MCP tasks: the store and this host's running tasks.
+    tasks: Arc<super::tasks::Tasks>,
 }
 
 impl ToolhostServer {
@@ -40,6 +43,7 @@ impl ToolhostServer {
     pub fn new(pipeline: Arc<Pipeline>, gone: CancelToken) -> Self {
         ToolhostServer {
             subscribers: super::tools_changed::Subscribers::watch(pipeline.host()),
+            tasks: super::tasks::Tasks::open(pipeline.clone()),
             pipeline,
             gone,
             session_calls: None,
@@ -52,6 +56,12 @@ impl ToolhostServer {
         self
     }
 
+    /// Who a request's tasks belong to: its HTTP principal, else the
+    /// host's (stdio).
+    fn owner<'c>(&'c self, context: &'c RequestContext<RoleServer>) -> &'c str {
+        http_principal(context).unwrap_or(&self.pipeline.host().plan.governance.host_principal)
+    }
+
     /// The same server for another client connection.
     pub fn for_connection(&self, gone: CancelToken) -> Self {
         ToolhostServer {
@@ -59,6 +69,7 @@ impl ToolhostServer {
             subscribers: self.subscribers.clone(),
             gone,
             session_calls: self.session_calls.clone(),
+            tasks: self.tasks.clone(),
         }
     }
 }
@@ -74,6 +85,7 @@ impl ServerHandler for ToolhostServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         );
         let mut implementation = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
@@ -186,7 +198,35 @@ impl ServerHandler for ToolhostServer {
             pipeline: &self.pipeline,
             gone: &self.gone,
             session_calls: self.session_calls.as_deref(),
+            tasks: Some(&self.tasks),
         };
-        Ok(runner.call_tool(request, &context).await)
+        runner.call_tool(request, &context).await
+    }
+
+    // MCP tasks (see super::tasks): rmcp answers these only for clients
+    // that declared the extension on the request.
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id, self.owner(&context)).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id, self.owner(&context)).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id, self.owner(&context)).await
     }
 }
