@@ -109,8 +109,13 @@ impl Tasks {
         context: &RequestContext<RoleServer>,
     ) -> Result<bool, ErrorData> {
         let host = self.pipeline.host();
-        let Some(resolved) = host.resolve(&request.name) else {
-            // The pipeline answers an unknown name, with suggestions.
+        // A name this caller cannot see or that is unknown: the pipeline
+        // answers it (with suggestions), revealing nothing here.
+        let principal = adapter::http_principal(context);
+        let Some(resolved) = host
+            .resolve(&request.name)
+            .filter(|_| self.pipeline.visible(principal, &request.name))
+        else {
             return Ok(false);
         };
         let tool = &resolved.tool;

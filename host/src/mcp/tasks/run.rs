@@ -41,14 +41,16 @@ pub async fn start(tasks: &Arc<Tasks>, mut call: Call, owner: String) -> Result<
         .map_err(store_error)?;
     let record = match created {
         Created::Created(record) => record,
-        Created::Full => return Err(ErrorData::invalid_request(
-            format!(
+        Created::Full => {
+            return Err(ErrorData::invalid_request(
+                format!(
                 "principal '{owner}' has {} tasks running, the most [host.tasks] max_per_principal allows: \
                      wait for one to finish, or cancel one with tasks/cancel",
                 tasks.settings.max_per_principal
             ),
-            Some(serde_json::json!({ "code": "rate_limited", "retryable": true })),
-        )),
+                Some(serde_json::json!({ "code": "rate_limited", "retryable": true })),
+            ))
+        }
     };
     let cancel = CancelToken::new();
     let requested = Arc::new(AtomicBool::new(false));
