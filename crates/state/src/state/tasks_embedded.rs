@@ -52,22 +52,15 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
 }
 
-fn row(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    (i64, i64, i64),
-)> {
-    Ok((
+/// A selected row ([`COLUMNS`]) as a record; the outer error is SQLite's,
+/// the inner one a row this host cannot read.
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StateError>> {
+    let state: String = r.get(3)?;
+    Ok(record(
         r.get(0)?,
         r.get(1)?,
         r.get(2)?,
-        r.get(3)?,
+        &state,
         r.get(4)?,
         r.get(5)?,
         (r.get(6)?, r.get(7)?, r.get(8)?),
@@ -192,11 +185,7 @@ impl EmbeddedTasks {
             )
             .optional()
             .map_err(unavailable)?;
-        found
-            .map(|(id, owner, tool, state, message, payload, times)| {
-                record(id, owner, tool, &state, message, payload, times)
-            })
-            .transpose()
+        found.transpose()
     }
 
     /// See [`super::tasks::TaskStore::request_cancel`].

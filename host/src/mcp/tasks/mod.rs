@@ -73,15 +73,14 @@ impl Tasks {
                 None
             }
         };
-        let tasks = Arc::new(Tasks {
+        Arc::new(Tasks {
             host_id: crate::state::config::host_id(&plan.host),
             settings: plan.host.tasks.clone(),
             store,
             pipeline,
             running: Mutex::new(HashMap::new()),
             ready: tokio::sync::OnceCell::new(),
-        });
-        tasks
+        })
     }
 
     /// Before the first task operation (on the server's runtime, which
