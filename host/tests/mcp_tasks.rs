@@ -200,16 +200,87 @@ fn a_bash_call_runs_as_a_task_polled_to_its_result_and_only_its_owner_sees_it() 
             .await
             .expect("tools/call");
         assert!(matches!(echo, CallToolResponse::Complete(_)), "{echo:?}");
+
+        // A 2025-11-25 session never gets a task, whatever it declared at
+        // `initialize`: the extension is the stateless revision's.
+        let capabilities = ClientCapabilities::builder().enable_tasks().build();
+        let legacy = ClientConfig::new(capabilities, Implementation::new("tasks-test-legacy", "1"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(ALICE),
+        );
+        let legacy = legacy
+            .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+            .await
+            .expect("initialize");
+        let answer = legacy
+            .call_tool_once(params("bash", json!({ "command": "echo legacy" })))
+            .await
+            .expect("tools/call");
+        assert!(matches!(answer, CallToolResponse::Complete(_)), "{answer:?}");
     });
     let records = audit_records(&env);
     let bash: Vec<_> = records.iter().filter(|r| r["tool"] == "bash").collect();
     assert_eq!(
         bash.len(),
-        2,
-        "the task and the plain call each audited once: {records:?}"
+        3,
+        "the task and the plain calls each audited once: {records:?}"
     );
     assert!(bash.iter().all(|r| r["status"] == "success"), "{bash:?}");
     assert!(bash.iter().any(|r| r["principal"] == "alice"), "{bash:?}");
+}
+
+#[test]
+fn a_call_awaiting_approval_asks_first_and_runs_as_a_task_once_approved() {
+    let asking = plan("", "").replace(
+        "decision = \"allow\"\n\n[[principals]]",
+        "decision = \"ask\"\n\n[[principals]]",
+    );
+    assert!(asking.contains("decision = \"ask\""));
+    let env = Env::new(&asking);
+    let server = serve_http(&env, None);
+    runtime().block_on(async {
+        let capabilities: ClientCapabilities = serde_json::from_value(json!({
+            "elicitation": { "form": {} },
+            "extensions": { "io.modelcontextprotocol/tasks": {} }
+        }))
+        .expect("capabilities");
+        let info = ClientConfig::new(capabilities, Implementation::new("tasks-test", "1"));
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(ALICE),
+        );
+        let alice = info
+            .serve_with_lifecycle(transport, config(true).1)
+            .await
+            .expect("discover");
+        let call = params("bash", json!({ "command": "echo approved" }));
+        let asked = match alice.call_tool_once(call.clone()).await.expect("tools/call") {
+            CallToolResponse::InputRequired(asked) => asked,
+            other => panic!("expected the approval question first, got {other:?}"),
+        };
+        assert!(
+            asked
+                .input_requests
+                .as_ref()
+                .is_some_and(|r| r.contains_key("approval")),
+            "{asked:?}"
+        );
+        let mut retry = call;
+        retry.input_responses = Some(
+            serde_json::from_value(
+                json!({ "approval": { "action": "accept", "content": { "approve": true } } }),
+            )
+            .expect("responses"),
+        );
+        retry.request_state = asked.request_state.clone();
+        let answer = alice.call_tool_once(retry).await.expect("tools/call");
+        let CallToolResponse::Task(created) = answer else {
+            panic!("the approved retry must run as a task: {answer:?}");
+        };
+        let done = settled(&alice, &created.task.task_id).await;
+        assert_eq!(wire(&done)["result"]["structuredContent"]["stdout"], "approved\n");
+    });
+    drop(server);
 }
 
 #[test]
