@@ -368,7 +368,22 @@ fn a_task_is_gone_after_its_ttl() {
 #[test]
 fn a_principal_holds_at_most_its_limit_of_running_tasks() {
     let env = Env::new(&plan("[host.tasks]\nmax_per_principal = 2\n", ""));
-    let server = serve_http(&env, None);
+    holds_at_most_its_limit(serve_http(&env, None));
+}
+
+#[test]
+fn a_principal_holds_at_most_its_limit_of_running_tasks_in_postgres() {
+    let cluster = Cluster::start();
+    let env = Env::new(&plan(
+        "state_url = \"${TOOLHOST_TEST_STATE_URL}\"\n[host.tasks]\nmax_per_principal = 2\n",
+        "",
+    ));
+    holds_at_most_its_limit(serve_http(&env, Some(&cluster.url())));
+}
+
+/// With `max_per_principal = 2`: a finished task makes room, two running
+/// ones fill the limit, another principal has its own.
+fn holds_at_most_its_limit(server: HttpServer) {
     runtime().block_on(async {
         let alice = connect(&server.url, ALICE, true).await;
         let quick = start_task(&alice, "echo quick").await;

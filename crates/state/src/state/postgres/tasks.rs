@@ -22,17 +22,17 @@ macro_rules! now_ms {
 const COLUMNS: &str =
     "task_id, owner, tool, status, status_message, payload, created_ms, updated_ms, expires_ms";
 
-/// Makes room among the owner's finished tasks and inserts the new one,
-/// unless the owner's running tasks fill its limit. One statement: the
+/// Deletes the owner's expired tasks, makes room among its finished ones
+/// and inserts the new one, unless its running tasks fill its limit. One statement: the
 /// sub-statements share a snapshot, so the running count is the one before
 /// the deletion (which removes finished tasks only). Two hosts creating
 /// for one owner at the same instant may each admit one past the limit.
 const CREATE: &str = concat!(
     "WITH held AS (SELECT count(*) AS n FROM toolhost_tasks WHERE owner = $2 AND expires_ms > ", now_ms!(), "),
      running AS (SELECT count(*) AS n FROM toolhost_tasks WHERE owner = $2 AND status = 'working' AND expires_ms > ", now_ms!(), "),
-     gone AS (DELETE FROM toolhost_tasks WHERE task_id IN (
-         SELECT task_id FROM toolhost_tasks WHERE owner = $2 AND (status <> 'working' OR expires_ms <= ", now_ms!(), ")
-         ORDER BY created_ms LIMIT GREATEST(0, (SELECT n FROM held) - $6 + 1)) RETURNING 1)
+     gone AS (DELETE FROM toolhost_tasks WHERE owner = $2 AND (expires_ms <= ", now_ms!(), " OR task_id IN (
+         SELECT task_id FROM toolhost_tasks WHERE owner = $2 AND status <> 'working' AND expires_ms > ", now_ms!(), "
+         ORDER BY created_ms LIMIT GREATEST(0, (SELECT n FROM held) - $6 + 1))) RETURNING 1)
      INSERT INTO toolhost_tasks (task_id, owner, host_id, tool, status, created_ms, updated_ms, lease_until_ms, expires_ms)
      SELECT $1, $2, $3, $4, 'working', ", now_ms!(), ", ", now_ms!(), ", ", now_ms!(), " + $7, ", now_ms!(), " + $5
      WHERE (SELECT n FROM running) < $6 AND (SELECT count(*) FROM gone) >= 0
