@@ -14,7 +14,7 @@ use common::serve::HttpServer;
 use common::{module_file, Env};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
-    GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, TaskStatus,
+    GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -186,6 +186,20 @@ fn a_bash_call_runs_as_a_task_polled_to_its_result_and_only_its_owner_sees_it() 
         }
         let never = rpc_error(get(&alice, "no-such-task").await);
         assert_eq!(never.message, rpc_error(get(&bob, "no-such-task").await).message);
+
+        // server/discover advertised the extension; tasks/update (no task
+        // here ever asks for input) is acknowledged for the owner only.
+        let discovered = alice.peer_info().expect("discovered");
+        assert!(discovered.capabilities.supports_tasks(), "{discovered:?}");
+        alice
+            .update_task(UpdateTaskParams::new(&id, Default::default()))
+            .await
+            .expect("tasks/update by the owner");
+        let error = rpc_error(
+            bob.update_task(UpdateTaskParams::new(&id, Default::default()))
+                .await,
+        );
+        assert_eq!(error.code.0, -32602, "{error:?}");
 
         // A client without the extension, and a tool that does not allow
         // tasks: plain results.
