@@ -45,7 +45,7 @@ pub use serde;
 pub use serde_json;
 pub use wire::{
     AccessMode, Annotations, CallRequest, ContentBlock, Deprecation, Effect, ErrorInfo, Manifest, Metadata,
-    RequestContext, Status, ToolResult, ToolSpec,
+    RequestContext, Status, TaskSupport, ToolResult, ToolSpec,
 };
 
 /// This SDK's crate version (ordinary semver; not the ABI version).

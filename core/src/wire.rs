@@ -125,6 +125,32 @@ pub struct Execution {
     /// The deadline the tool asks for; a plan rule overrides it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// Whether an MCP client may get this tool's calls as tasks (polled
+    /// for their result later); a plan rule overrides it.
+    #[serde(skip_serializing_if = "TaskSupport::is_forbidden")]
+    pub task: TaskSupport,
+}
+
+/// Whether a tool's calls may run as MCP tasks (the Tasks extension): the
+/// host answers a call with a task handle and the client polls for the
+/// result, so a long call outlives the request that started it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSupport {
+    /// Never a task: the call answers its result.
+    #[default]
+    Forbidden,
+    /// A task when the client can take one, else a plain call.
+    Allowed,
+    /// Only as a task: a client that cannot take one is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// The default, which specs leave out.
+    pub fn is_forbidden(&self) -> bool {
+        *self == TaskSupport::Forbidden
+    }
 }
 
 /// What a tool tells the host about itself (`FfiTool::spec`).
@@ -262,6 +288,12 @@ impl ToolSpec {
     /// Makes every call run alone.
     pub fn serial(mut self, serial: bool) -> Self {
         self.execution.serial = serial;
+        self
+    }
+
+    /// Lets clients get calls as MCP tasks (a plan rule wins).
+    pub fn task_support(mut self, task: TaskSupport) -> Self {
+        self.execution.task = task;
         self
     }
 

@@ -110,15 +110,22 @@ pub struct Runner<'a> {
     pub gone: &'a CancelToken,
     /// HTTP: each session's calls, cancelled when the session ends.
     pub session_calls: Option<&'a SessionCalls>,
+    /// Where calls that become MCP tasks run (see [`super::tasks`]).
+    pub tasks: Option<&'a std::sync::Arc<super::tasks::Tasks>>,
 }
 
 impl Runner<'_> {
-    /// Runs `request` through the pipeline and answers it.
+    /// Runs `request` through the pipeline and answers it, or starts it
+    /// as an MCP task and answers the task's handle.
     pub async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let as_task = match self.tasks {
+            Some(tasks) => tasks.route(&request, context)?,
+            None => false,
+        };
         let cancel = CancelToken::new();
         let session = http_session(context);
         // Counted as running in its session until the guard drops.
@@ -129,9 +136,11 @@ impl Runner<'_> {
             }
             _ => (CancelToken::default(), None),
         };
+        // A task's progress becomes its status message instead.
         let reporter = context
             .meta
             .get_progress_token()
+            .filter(|_| !as_task)
             .map(|token| progress::Reporter::start(context.peer.clone(), token));
         let principal = http_principal(context).map(str::to_string);
         // 2026-07-28 forbids asking the client by a request of ours: the
@@ -175,6 +184,13 @@ impl Runner<'_> {
             toolset: http_toolset(context),
             ..from_request(request.name.into_owned(), request.arguments, &context.meta)
         };
+        if let (true, Some(tasks)) = (as_task, self.tasks) {
+            let owner = call
+                .principal
+                .clone()
+                .unwrap_or_else(|| self.pipeline.host().plan.governance.host_principal.clone());
+            return tasks.start(call, owner).await;
+        }
         // Boxed: the pipeline's future is large, and rmcp moves the handler's
         // future into a task per request.
         let mut running = Box::pin(self.pipeline.call(call));
@@ -200,9 +216,9 @@ impl Runner<'_> {
             reporter.finish().await;
         }
         if let Some(question) = asking.as_ref().and_then(|a| a.question(&result)) {
-            return question.into();
+            return Ok(question.into());
         }
-        convert::call_result(result).into()
+        Ok(convert::call_result(result).into())
     }
 }
 

@@ -13,6 +13,7 @@ use rmcp::model::{
     ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
     SubscriptionFilter,
 };
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
@@ -33,6 +34,8 @@ pub struct ToolhostServer {
     subscribers: super::tools_changed::Subscribers,
     /// HTTP: each session's cancel token (fired when the session ends).
     session_calls: Option<Arc<SessionCalls>>,
+    /// MCP tasks: the store and this host's running tasks.
+    tasks: Arc<super::tasks::Tasks>,
 }
 
 impl ToolhostServer {
@@ -41,6 +44,7 @@ impl ToolhostServer {
     pub fn new(pipeline: Arc<Pipeline>, gone: CancelToken) -> Self {
         ToolhostServer {
             subscribers: super::tools_changed::Subscribers::watch(pipeline.host()),
+            tasks: super::tasks::Tasks::open(pipeline.clone()),
             pipeline,
             gone,
             session_calls: None,
@@ -53,6 +57,12 @@ impl ToolhostServer {
         self
     }
 
+    /// Who a request's tasks belong to: its HTTP principal, else the
+    /// host's (stdio).
+    fn owner<'c>(&'c self, context: &'c RequestContext<RoleServer>) -> &'c str {
+        http_principal(context).unwrap_or(&self.pipeline.host().plan.governance.host_principal)
+    }
+
     /// The same server for another client connection.
     pub fn for_connection(&self, gone: CancelToken) -> Self {
         ToolhostServer {
@@ -60,6 +70,7 @@ impl ToolhostServer {
             subscribers: self.subscribers.clone(),
             gone,
             session_calls: self.session_calls.clone(),
+            tasks: self.tasks.clone(),
         }
     }
 }
@@ -75,6 +86,7 @@ impl ServerHandler for ToolhostServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         );
         let mut implementation = Implementation::new("toolhost", env!("CARGO_PKG_VERSION"));
@@ -215,7 +227,35 @@ impl ServerHandler for ToolhostServer {
             pipeline: &self.pipeline,
             gone: &self.gone,
             session_calls: self.session_calls.as_deref(),
+            tasks: Some(&self.tasks),
         };
-        Ok(runner.call_tool(request, &context).await)
+        runner.call_tool(request, &context).await
+    }
+
+    // MCP tasks (see super::tasks): rmcp answers these only for clients
+    // that declared the extension on the request.
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id, self.owner(&context)).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id, self.owner(&context)).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id, self.owner(&context)).await
     }
 }

@@ -20,6 +20,7 @@ pub mod http;
 pub mod input_required;
 pub mod progress;
 pub mod stdio;
+pub mod tasks;
 pub mod tools_changed;
 
 pub use handler::ToolhostServer;

@@ -17,6 +17,7 @@ mod ready;
 pub mod schema;
 pub mod state_config;
 pub mod state_dir;
+pub mod tasks;
 pub mod trust;
 pub mod version_pin;
 

@@ -120,6 +120,9 @@ pub struct HostSection {
     /// Seconds an over-limit result stays readable.
     #[serde(default = "default_output_store_secs")]
     pub output_store_secs: u64,
+    /// `[host.tasks]`: how long MCP tasks live, how many a principal holds.
+    #[serde(default)]
+    pub tasks: crate::plan::tasks::TaskSettings,
 }
 
 /// `[host] tool_discovery`.
@@ -178,6 +181,7 @@ impl Default for HostSection {
             always_on: Vec::new(),
             output_store_bytes: default_output_store_bytes(),
             output_store_secs: default_output_store_secs(),
+            tasks: Default::default(),
         }
     }
 }
@@ -367,6 +371,10 @@ pub struct ToolRule {
     pub effect: Option<Effect>,
     /// Semver requirement the tool's version must meet (issue #16).
     pub version: Option<String>,
+    /// Whether an MCP client may get this tool's calls as tasks:
+    /// `"allowed"`, `"required"` or `"forbidden"` (default: what the tool's
+    /// spec says; `bash` allows them, other tools forbid them).
+    pub task: Option<toolhost_core::TaskSupport>,
 }
 
 // Long calls: `[policy.tools.NAME] timeout_secs` / `max_duration_secs`.

@@ -44,7 +44,7 @@ fn unavailable(e: rusqlite::Error) -> StateError {
     StateError::Unavailable(e.to_string())
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -199,7 +199,7 @@ impl Store {
 
 /// Runs `attempt` again while SQLite answers busy or locked, until
 /// `deadline` (then its last error).
-fn while_locked<T>(
+pub(super) fn while_locked<T>(
     deadline: Instant,
     mut attempt: impl FnMut() -> rusqlite::Result<T>,
 ) -> rusqlite::Result<T> {

@@ -20,6 +20,8 @@ pub use toolhost_plan::plan::state_config as config;
 pub mod audit_sink;
 pub mod embedded;
 pub mod postgres;
+pub mod tasks;
+mod tasks_embedded;
 
 use std::sync::Arc;
 use std::time::Duration;

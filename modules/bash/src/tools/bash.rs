@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use toolhost_core::{Context, Effect, Level, Tool, ToolError, ToolSpec};
+use toolhost_core::{Context, Effect, Level, TaskSupport, Tool, ToolError, ToolSpec};
 
 use crate::process::tree::Exit;
 use crate::runner::{self, Stop, Stream};
@@ -65,6 +65,8 @@ impl Tool for Bash {
         .serial(c.serial)
         // The command's own timeout governs; a plan rule still overrides.
         .timeout_secs(c.max_timeout_secs + c.kill_grace_ms.div_ceil(1000) + 5)
+        // A long command may run as an MCP task, polled for its result.
+        .task_support(TaskSupport::Allowed)
         .alias("Bash")
         .alias("run_terminal_command")
         .structured_output::<super::schema::RunOutput>()
