@@ -120,6 +120,9 @@ pub struct HostSection {
     /// Seconds an over-limit result stays readable.
     #[serde(default = "default_output_store_secs")]
     pub output_store_secs: u64,
+    /// `[host.oauth]`: `serve --http` also accepts access tokens (JWTs)
+    /// from this issuer, mapped to `[[principals]]` by their `claims`.
+    pub oauth: Option<crate::plan::oauth::OAuthSection>,
 }
 
 /// `[host] tool_discovery`.
@@ -178,6 +181,7 @@ impl Default for HostSection {
             always_on: Vec::new(),
             output_store_bytes: default_output_store_bytes(),
             output_store_secs: default_output_store_secs(),
+            oauth: None,
         }
     }
 }
