@@ -278,8 +278,14 @@ async fn a_valid_token_calls_as_the_principal_its_claims_match() {
 async fn the_metadata_and_the_401_challenge_point_at_each_other() {
     let keys = tempfile::tempdir().expect("temp dir");
     let idp = Idp::start(&keys.path().join("k1.json"), 0);
-    let (_server, url, _env) = serve(&idp.issuer());
+    let (_server, url, env) = serve(&idp.issuer());
     let origin = url.trim_end_matches("/mcp");
+
+    // `check` says OAuth is on, for which issuer and audience.
+    let checked = String::from_utf8_lossy(&env.run(&["check"]).stdout).into_owned();
+    let said = format!("oauth: serve --http accepts access tokens: issuer {}", idp.issuer());
+    assert!(checked.contains(&said), "{checked}");
+    assert!(checked.contains(&format!("audience {url}")), "{checked}");
 
     let (status, challenge, _) = initialize(&url, None).await;
     assert_eq!(status, 401);
