@@ -283,7 +283,10 @@ async fn the_metadata_and_the_401_challenge_point_at_each_other() {
 
     // `check` says OAuth is on, for which issuer and audience.
     let checked = String::from_utf8_lossy(&env.run(&["check"]).stdout).into_owned();
-    let said = format!("oauth: serve --http accepts access tokens: issuer {}", idp.issuer());
+    let said = format!(
+        "oauth: serve --http accepts access tokens: issuer {}",
+        idp.issuer()
+    );
     assert!(checked.contains(&said), "{checked}");
     assert!(checked.contains(&format!("audience {url}")), "{checked}");
 

@@ -215,4 +215,47 @@ mod tests {
         s.jwks_max_age_secs = 10;
         assert!(matches!(s.check(), Err(OAuthConfigError::MaxAge { .. })));
     }
+
+    fn parse(text: &str) -> Result<crate::plan::Plan, crate::plan::PlanError> {
+        crate::plan::Plan::parse(text, std::path::Path::new("/plans/p.toml"))
+    }
+
+    const OAUTH: &str =
+        "[host.oauth]\nissuer = \"https://idp.example\"\naudience = \"https://t.example/mcp\"\n";
+
+    #[test]
+    fn a_plan_takes_the_section_and_principals_by_claims() {
+        let plan = parse(&format!(
+            "{OAUTH}[[principals]]\nname = \"alice\"\nclaims = {{ sub = \"a\", groups = [\"eng\"] }}\n"
+        ))
+        .expect("plan");
+        let oauth = plan.host.oauth.as_ref().expect("oauth");
+        assert_eq!(
+            (
+                oauth.leeway_secs,
+                oauth.jwks_min_refetch_secs,
+                oauth.jwks_max_age_secs
+            ),
+            (60, 10, 600)
+        );
+        assert!(plan.governance.principals[0].claims.is_some());
+        // Unknown keys are errors, like everywhere in a plan.
+        assert!(matches!(
+            parse(&format!("{OAUTH}isuer = \"x\"\n")),
+            Err(crate::plan::PlanError::Syntax { .. })
+        ));
+        assert!(matches!(
+            parse("[host.oauth]\nissuer = \"http://idp.example\"\naudience = \"https://t.example/mcp\"\n"),
+            Err(crate::plan::PlanError::OAuth { .. })
+        ));
+        // A principal needs a token or claims; empty claims match everything.
+        assert!(matches!(
+            parse(&format!("{OAUTH}[[principals]]\nname = \"x\"\nclaims = {{}}\n")),
+            Err(crate::plan::PlanError::Governance { .. })
+        ));
+        assert!(matches!(
+            parse(&format!("{OAUTH}[[principals]]\nname = \"x\"\n")),
+            Err(crate::plan::PlanError::Governance { .. })
+        ));
+    }
 }

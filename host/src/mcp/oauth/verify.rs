@@ -86,3 +86,88 @@ fn describe(kind: &ErrorKind, expect: &Expect) -> String {
         other => format!("the token was refused: {other:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    /// A P-256 public key (RFC 7515's example), kid `sig`.
+    fn keys() -> KeySet {
+        KeySet::from_jwks(
+            &serde_json::from_value(
+                serde_json::json!({"keys": [{"kty": "EC", "kid": "sig", "crv": "P-256",
+                "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+                "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}),
+            )
+            .expect("jwks"),
+        )
+    }
+
+    fn expect() -> Expect {
+        Expect {
+            issuer: "https://idp.example".into(),
+            audience: "https://t.example/mcp".into(),
+            leeway_secs: 0,
+        }
+    }
+
+    fn b64(json: serde_json::Value) -> String {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json.to_string())
+    }
+
+    fn claims() -> serde_json::Value {
+        serde_json::json!({"iss": "https://idp.example", "aud": "https://t.example/mcp", "sub": "a",
+            "exp": jsonwebtoken::get_current_timestamp() + 600})
+    }
+
+    #[test]
+    fn a_token_cannot_choose_an_hmac_algorithm_with_the_public_key() {
+        // The classic confusion: HS256 "signed" with the public key's bytes.
+        let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode("f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU")
+            .expect("x");
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+        header.kid = Some("sig".into());
+        let token = jsonwebtoken::encode(
+            &header,
+            &claims(),
+            &jsonwebtoken::EncodingKey::from_secret(&secret),
+        )
+        .expect("encode");
+        let refused = verify(&token, &keys(), &expect()).expect_err("HS256 refused");
+        assert!(
+            refused.to_string().contains("not allowed with the EC P-256 key"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn unsigned_and_unknown_key_tokens_are_refused() {
+        let none = format!(
+            "{}.{}.",
+            b64(serde_json::json!({"alg": "none", "kid": "sig"})),
+            b64(claims())
+        );
+        assert!(matches!(
+            verify(&none, &keys(), &expect()),
+            Err(Rejection::Invalid(_))
+        ));
+        let other = format!(
+            "{}.{}.c2ln",
+            b64(serde_json::json!({"alg": "ES256", "kid": "other"})),
+            b64(claims())
+        );
+        assert_eq!(
+            verify(&other, &keys(), &expect()),
+            Err(Rejection::UnknownKey(Some("other".into())))
+        );
+        let forged = format!(
+            "{}.{}.c2ln",
+            b64(serde_json::json!({"alg": "ES256", "kid": "sig"})),
+            b64(claims())
+        );
+        let refused = verify(&forged, &keys(), &expect()).expect_err("bad signature");
+        assert!(matches!(refused, Rejection::Invalid(_)), "{refused}");
+    }
+}
