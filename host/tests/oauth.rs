@@ -307,6 +307,14 @@ async fn the_metadata_and_the_401_challenge_point_at_each_other() {
         assert_eq!(doc["bearer_methods_supported"], json!(["header"]), "{doc}");
     }
 
+    // Only GET is answered without a token.
+    let posted = reqwest::Client::new()
+        .post(&metadata_url)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(posted.status().as_u16(), 401);
+
     // A token that is no JWT of the issuer: invalid_token, and the pointer.
     let (status, challenge, _) = initialize(&url, Some("not.a.jwt")).await;
     assert_eq!(status, 401);

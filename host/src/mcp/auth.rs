@@ -253,7 +253,7 @@ impl Gate {
     }
 
     /// The protected-resource metadata, when `path` is where it is served
-    /// (answered before any token is asked for).
+    /// (a GET answered before any token is asked for).
     pub fn metadata(&self, path: &str) -> Option<Response<Body>> {
         let oauth = self.oauth.as_ref()?;
         oauth.metadata.serves(path).then(|| {

@@ -361,8 +361,10 @@ impl Standing {
 /// Token first, then the connection cap, the endpoint, the session's owner,
 /// the session cap, and rmcp; everything else is 404.
 async fn route(routing: &Routing, standing: &Standing, mut request: Request<Incoming>) -> Response<Body> {
-    if let Some(metadata) = routing.gate.metadata(request.uri().path()) {
-        return metadata;
+    if request.method() == Method::GET {
+        if let Some(metadata) = routing.gate.metadata(request.uri().path()) {
+            return metadata;
+        }
     }
     let principal = match routing.gate.authenticate(request.headers()).await {
         Ok(principal) => principal,
