@@ -15,6 +15,7 @@ mod isolation;
 mod mcp;
 mod mcp_http;
 mod mcp_reference;
+mod oauth;
 mod pipeline;
 mod rate_limit;
 mod redact;
@@ -76,6 +77,7 @@ fn main() -> anyhow::Result<()> {
         ("state", state::run),
         ("redact", redact::run),
         ("rate-limit", rate_limit::run),
+        ("oauth", oauth::run),
         ("search", search::run),
     ];
     for (name, run) in areas {

@@ -88,6 +88,26 @@ pub(super) fn run(plan: Plan, origin: &Origin, trust: &TrustState) -> ExitCode {
     for warning in warnings {
         line(&format!("warn  {warning}"));
     }
+    let with_claims = governance
+        .principals
+        .iter()
+        .filter(|p| p.claims.is_some())
+        .count();
+    match &host.plan.host.oauth {
+        Some(oauth) => {
+            line(&format!(
+                "oauth: serve --http accepts access tokens: {}; {with_claims} principal(s) with claims",
+                crate::mcp::oauth::OAuth::describe(oauth)
+            ));
+            if with_claims == 0 {
+                line("warn  [host.oauth] is set but no [[principals]] entry has claims: every access token is refused (403)");
+            }
+        }
+        None if with_claims > 0 => line(&format!(
+            "warn  {with_claims} principal(s) have claims but [host.oauth] is not set: no access token is accepted"
+        )),
+        None => line("oauth: not configured (serve --http accepts static bearer tokens only)"),
+    }
     if !governance.grants.is_empty() {
         line(&format!(
             "grants: {} (calls need a grant; [host] principal is '{}')",

@@ -8,6 +8,10 @@
 //! principal` (default `local`); each `[[principals]]` token identifies its
 //! principal. The router puts the [`Principal`] into the request's
 //! extensions, where the MCP handler finds it; a client cannot set it.
+//!
+//! With `[host.oauth]`, a bearer token that no static token matches and
+//! that has a JWT's shape is checked as an OAuth access token
+//! ([`super::oauth`]) and identifies the principal its claims match.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -144,6 +148,22 @@ pub struct Gate {
     /// `[[principals]]` tokens.
     directory: crate::governance::principals::Directory,
     host_principal: String,
+    /// `[host.oauth]`: access tokens from an IdP.
+    oauth: Option<std::sync::Arc<super::oauth::OAuth>>,
+}
+
+/// Why a request was not let in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No bearer token, and one is needed (401).
+    Missing,
+    /// A token no one is known by, or an access token that is not valid
+    /// (401 `invalid_token`; the description when there is one).
+    Invalid(Option<String>),
+    /// A valid access token no `[[principals]]` entry matches (403).
+    NoPrincipal(String),
+    /// The IdP's keys cannot be had to check an access token (503).
+    Unavailable(String),
 }
 
 impl Gate {
@@ -158,7 +178,92 @@ impl Gate {
             server,
             directory,
             host_principal: governance.host_principal.clone(),
+            oauth: None,
         }
+    }
+
+    /// Also accepts OAuth access tokens (`[host.oauth]`).
+    pub fn with_oauth(mut self, oauth: Option<std::sync::Arc<super::oauth::OAuth>>) -> Gate {
+        self.oauth = oauth;
+        self
+    }
+
+    /// The principal a request is for: a static token first (as
+    /// [`Gate::identify`]), then, with `[host.oauth]`, a JWT access token.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        if let Some(principal) = self.identify(headers) {
+            return Ok(principal);
+        }
+        let Some(given) = bearer(headers) else {
+            return Err(Refusal::Missing);
+        };
+        let Some(oauth) = self
+            .oauth
+            .as_ref()
+            .filter(|_| super::oauth::looks_like_jwt(given))
+        else {
+            return Err(Refusal::Invalid(None));
+        };
+        match oauth.identify(given).await {
+            super::oauth::Outcome::Principal(name) => Ok(Principal(name)),
+            super::oauth::Outcome::Invalid(why) => Err(Refusal::Invalid(Some(why))),
+            super::oauth::Outcome::NoPrincipal(why) => Err(Refusal::NoPrincipal(why)),
+            super::oauth::Outcome::Unavailable(why) => Err(Refusal::Unavailable(why)),
+        }
+    }
+
+    /// The answer to a refused request: 401 with a bearer challenge (naming
+    /// the protected-resource metadata with `[host.oauth]`), 403, or 503.
+    pub fn refuse(&self, refused: &Refusal) -> Response<Body> {
+        match refused {
+            Refusal::NoPrincipal(why) => refusal_text(StatusCode::FORBIDDEN, why),
+            Refusal::Unavailable(why) => {
+                let mut r = refusal_text(StatusCode::SERVICE_UNAVAILABLE, why);
+                r.headers_mut().insert(
+                    hyper::header::RETRY_AFTER,
+                    hyper::header::HeaderValue::from_static("5"),
+                );
+                r
+            }
+            Refusal::Missing | Refusal::Invalid(_) => {
+                let Some(oauth) = &self.oauth else {
+                    return unauthorized();
+                };
+                let why = match refused {
+                    Refusal::Invalid(Some(why)) => Some(why.as_str()),
+                    Refusal::Invalid(None) => {
+                        Some("the token is neither a known token nor a valid access token")
+                    }
+                    _ => None,
+                };
+                let text = match why {
+                    Some(why) => format!("unauthorized: {why}\n"),
+                    None => "unauthorized: send Authorization: Bearer <access token>\n".into(),
+                };
+                let mut r = refusal(StatusCode::UNAUTHORIZED, text);
+                match hyper::header::HeaderValue::from_str(&oauth.metadata.challenge(why)) {
+                    Ok(value) => {
+                        r.headers_mut().insert(WWW_AUTHENTICATE, value);
+                    }
+                    Err(_) => return unauthorized(),
+                }
+                r
+            }
+        }
+    }
+
+    /// The protected-resource metadata, when `path` is where it is served
+    /// (a GET answered before any token is asked for).
+    pub fn metadata(&self, path: &str) -> Option<Response<Body>> {
+        let oauth = self.oauth.as_ref()?;
+        oauth.metadata.serves(path).then(|| {
+            Response::builder()
+                .status(StatusCode::OK)
+                .header(hyper::header::CONTENT_TYPE, "application/json")
+                .header(hyper::header::CACHE_CONTROL, "max-age=300")
+                .body(Full::new(oauth.metadata.document.clone()).boxed())
+                .unwrap_or_else(fallback)
+        })
     }
 
     /// Whether requests must carry a token.
@@ -212,6 +317,10 @@ pub fn refusal(status: StatusCode, text: String) -> Response<Body> {
         .header(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .body(Full::new(Bytes::from(text)).boxed())
         .unwrap_or_else(fallback)
+}
+
+fn refusal_text(status: StatusCode, why: &str) -> Response<Body> {
+    refusal(status, format!("{why}\n"))
 }
 
 /// A plain-text response, for the server's own refusals (401, 404).

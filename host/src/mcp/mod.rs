@@ -18,6 +18,7 @@ pub mod elicit;
 pub mod handler;
 pub mod http;
 pub mod input_required;
+pub mod oauth;
 pub mod progress;
 pub mod stdio;
 pub mod tasks;

@@ -63,8 +63,8 @@ pub enum PrincipalProblem {
     BothTokens,
     /// Neither token source is given, and it is not the host principal.
     #[error(
-        "needs `token_env = \"VAR\"` or `token_sha256 = \"<hex>\"` (only the host \
-         principal '{host_principal}' may go without a token)"
+        "needs `token_env = \"VAR\"`, `token_sha256 = \"<hex>\"` or `claims = {{ ... }}` (only the host \
+         principal '{host_principal}' may go without one)"
     )]
     NoToken {
         /// The plan's `[host] principal`.
@@ -73,6 +73,10 @@ pub enum PrincipalProblem {
     /// The digest is not 64 hex digits.
     #[error("token_sha256 must be 64 hex digits (sha256sum of the token)")]
     BadDigest,
+    /// `claims` lists nothing, or a value that is not a string, number,
+    /// boolean or array of those.
+    #[error("claims: {0}")]
+    BadClaims(String),
 }
 
 /// What is wrong with one `[[grants]]` entry.

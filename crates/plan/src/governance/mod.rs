@@ -3,6 +3,7 @@
 //! deprecation ([`deprecation`]), and the output guardrail ([`redact`]).
 //! The audit chain that records it all is the pipeline's audit log.
 
+pub mod claims;
 pub mod deprecation;
 mod error;
 pub mod grants;

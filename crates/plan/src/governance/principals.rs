@@ -20,13 +20,17 @@ pub struct PrincipalEntry {
     pub token_env: Option<String>,
     /// Or the hex SHA-256 of the token.
     pub token_sha256: Option<String>,
+    /// Or (beside a token too) the claims an OAuth access token must carry
+    /// to be this principal's (see [`super::claims`]).
+    pub claims: Option<super::claims::Claims>,
 }
 
 /// The default `[host] principal`: who stdio and CLI calls run for.
 pub const LOCAL: &str = "local";
 
-/// Checks the entries: names unique and well-formed, exactly one token
-/// source each, digests 64 hex digits.
+/// Checks the entries: names unique and well-formed, at most one token
+/// source each and a token or claims (but the host principal), digests 64
+/// hex digits, claims tables usable.
 pub fn check(entries: &[PrincipalEntry], host_principal: &str) -> Result<(), GovernanceError> {
     let mut seen = std::collections::HashSet::new();
     for (i, p) in entries.iter().enumerate() {
@@ -47,11 +51,16 @@ pub fn check(entries: &[PrincipalEntry], host_principal: &str) -> Result<(), Gov
         if !seen.insert(p.name.as_str()) {
             return fail(PrincipalProblem::Duplicate);
         }
+        if let Some(claims) = &p.claims {
+            if let Err(why) = super::claims::check(claims) {
+                return fail(PrincipalProblem::BadClaims(why));
+            }
+        }
         match (&p.token_env, &p.token_sha256) {
             (Some(_), Some(_)) => {
                 return fail(PrincipalProblem::BothTokens);
             }
-            (None, None) if p.name != host_principal => {
+            (None, None) if p.name != host_principal && p.claims.is_none() => {
                 return fail(PrincipalProblem::NoToken {
                     host_principal: host_principal.to_string(),
                 });
@@ -120,6 +129,22 @@ impl Directory {
         }
         found
     }
+}
+
+/// The first principal (in plan order) whose `claims` an access token's
+/// claims satisfy.
+pub fn by_claims<'a>(
+    entries: &'a [PrincipalEntry],
+    token: &serde_json::Map<String, serde_json::Value>,
+) -> Option<&'a str> {
+    entries
+        .iter()
+        .find(|p| {
+            p.claims
+                .as_ref()
+                .is_some_and(|c| super::claims::matches(c, token))
+        })
+        .map(|p| p.name.as_str())
 }
 
 /// Compares without stopping at the first difference, so response times do

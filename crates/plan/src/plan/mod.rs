@@ -11,6 +11,7 @@ mod env_expand;
 pub mod limits;
 mod mcp_error;
 mod module_path;
+pub mod oauth;
 #[cfg(test)]
 mod props;
 mod ready;
@@ -219,6 +220,14 @@ pub enum PlanError {
         /// Which key, and why.
         error: crate::plan::state_config::ConfigError,
     },
+    /// `[host.oauth]` cannot be used.
+    #[error("{file}: {error}")]
+    OAuth {
+        /// The plan file.
+        file: PathBuf,
+        /// Which key, and why.
+        error: crate::plan::oauth::OAuthConfigError,
+    },
     /// A principal, grant, redaction pattern or version pin that cannot be
     /// used.
     #[error("{file}: {error}")]
@@ -401,6 +410,12 @@ impl Plan {
         }
         for value in [&mut host.state_url, &mut host.host_id].into_iter().flatten() {
             *value = env_expand::expand_str(value).map_err(env)?;
+        }
+        if let Some(oauth) = &host.oauth {
+            oauth.check().map_err(|error| PlanError::OAuth {
+                file: file.to_path_buf(),
+                error,
+            })?;
         }
         crate::plan::state_config::check(&host).map_err(|error| PlanError::State {
             file: file.to_path_buf(),

@@ -149,7 +149,8 @@ proptest! {
             | Err(PlanError::State { .. })
             | Err(PlanError::Governance { .. })
             | Err(PlanError::Toolsets { .. })
-            | Err(PlanError::Limits { .. }) => {}
+            | Err(PlanError::Limits { .. })
+            | Err(PlanError::OAuth { .. }) => {}
             Err(PlanError::Syntax { line, column, message, .. }) => {
                 prop_assert!(!message.is_empty());
                 prop_assert!(line >= 1 && line <= text.lines().count().max(1) + 1, "line {} of {:?}", line, text);

@@ -123,6 +123,9 @@ pub struct HostSection {
     /// `[host.tasks]`: how long MCP tasks live, how many a principal holds.
     #[serde(default)]
     pub tasks: crate::plan::tasks::TaskSettings,
+    /// `[host.oauth]`: `serve --http` also accepts access tokens (JWTs)
+    /// from this issuer, mapped to `[[principals]]` by their `claims`.
+    pub oauth: Option<crate::plan::oauth::OAuthSection>,
 }
 
 /// `[host] tool_discovery`.
@@ -182,6 +185,7 @@ impl Default for HostSection {
             output_store_bytes: default_output_store_bytes(),
             output_store_secs: default_output_store_secs(),
             tasks: Default::default(),
+            oauth: None,
         }
     }
 }

@@ -132,6 +132,9 @@ pub enum ServeError {
     /// No token to check requests against.
     #[error(transparent)]
     Token(#[from] auth::TokenError),
+    /// `[host.oauth]` cannot be served.
+    #[error("[host.oauth]: {0}")]
+    OAuth(String),
 }
 
 /// Resolves the address: a bare port (or `:PORT`) means loopback.
@@ -213,7 +216,17 @@ pub async fn serve(
     manager.session_config.keep_alive = Some(options.session_idle);
     let manager = Arc::new(manager);
     let calls = SessionCalls::for_host(pipeline.host().clone());
-    let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
+    let oauth = match &pipeline.host().plan.host.oauth {
+        Some(section) => {
+            let oauth = super::oauth::OAuth::new(section, &pipeline.host().plan.governance.principals)
+                .map(Arc::new)
+                .map_err(ServeError::OAuth)?;
+            oauth.warm_up();
+            Some(oauth)
+        }
+        None => None,
+    };
+    let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance).with_oauth(oauth);
     let owners = Arc::new(Owners::new(options.sessions_per_principal));
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
@@ -354,11 +367,16 @@ impl Standing {
 /// Token first, then the connection cap, the endpoint, the session's owner,
 /// the session cap, and rmcp; everything else is 404.
 async fn route(routing: &Routing, standing: &Standing, mut request: Request<Incoming>) -> Response<Body> {
-    let principal = match routing.gate.identify(request.headers()) {
-        Some(principal) => principal,
-        None => {
-            tracing::info!(path = %request.uri().path(), "rejected an HTTP request without a known bearer token");
-            return auth::unauthorized();
+    if request.method() == Method::GET {
+        if let Some(metadata) = routing.gate.metadata(request.uri().path()) {
+            return metadata;
+        }
+    }
+    let principal = match routing.gate.authenticate(request.headers()).await {
+        Ok(principal) => principal,
+        Err(refusal) => {
+            tracing::info!(path = %request.uri().path(), ?refusal, "rejected an HTTP request without a known bearer token");
+            return routing.gate.refuse(&refusal);
         }
     };
     if !standing.authenticate(&routing.connections) {
