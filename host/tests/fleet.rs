@@ -38,7 +38,7 @@ fn the_postgres_audit_sink_keeps_one_chain_per_host_and_reports_outages() {
     assert_eq!(
         cluster
             .psql("SELECT string_agg(version || ':' || name, ',' ORDER BY version) FROM toolhost_migrations"),
-        "1:idempotency,2:audit"
+        "1:idempotency,2:audit,3:principal_kv"
     );
 
     assert_eq!(a.last().unwrap(), None);
@@ -217,7 +217,7 @@ fn two_hosts_share_idempotency_through_postgres_across_an_outage() {
         );
     }
     eprintln!("400 calls over two hosts in {:?}", started.elapsed());
-    assert_eq!(cluster.psql("SELECT count(*) FROM toolhost_migrations"), "2");
+    assert_eq!(cluster.psql("SELECT count(*) FROM toolhost_migrations"), "3");
     assert_eq!(
         cluster.psql("SELECT count(*) FROM toolhost_idempotency WHERE state = 'done'"),
         "200"

@@ -16,6 +16,11 @@ const LOCK_KEY: i64 = 0x746f_6f6c_686f_7374;
 pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "idempotency", include_str!("migrations/0001_idempotency.sql")),
     (2, "audit", include_str!("migrations/0002_audit.sql")),
+    (
+        3,
+        "principal_kv",
+        include_str!("migrations/0003_principal_kv.sql"),
+    ),
 ];
 
 /// Applies the migrations not yet applied. `client` must be a connection of

@@ -10,6 +10,7 @@
 pub mod audit;
 mod idempotency;
 pub mod migrations;
+pub mod principal_kv;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
