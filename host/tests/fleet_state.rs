@@ -265,6 +265,27 @@ fn read_write_undo_across_the_fleet(isolation: &str) {
     assert_ne!(writes[1], writes[2], "{writes:?}");
     assert!(nginx.requests() >= 6, "every call went through nginx");
 
+    // A client in a session (an older revision's `initialize`, straight to
+    // one host) keeps its records in that host's memory, not in the store.
+    std::fs::write(env.path().join("session.txt"), "s\n").expect("seed session.txt");
+    let legacy = rt.block_on(async {
+        let config = StreamableHttpClientTransportConfig::with_uri(hosts[0].url.as_str()).auth_header(TOKEN);
+        ().serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Initialize,
+        )
+        .await
+        .expect("initialize a session")
+    });
+    let r = rt.block_on(call(&legacy, "read_file", json!({"file_path": "session.txt"})));
+    assert_eq!(r.is_error, Some(false), "{}", all_text(&r));
+    rt.block_on(legacy.cancel()).expect("close the session");
+    assert_eq!(
+        cluster.psql("SELECT count(*) FROM toolhost_principal_kv WHERE key LIKE '%session.txt'"),
+        "0",
+        "a session's read record went to the shared store"
+    );
+
     // What the store holds is this principal's, under the filesystem mount.
     let owners =
         cluster.psql("SELECT string_agg(DISTINCT owner || '/' || scope, ' ') FROM toolhost_principal_kv");
