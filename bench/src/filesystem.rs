@@ -79,6 +79,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         ask: None,
         module: "filesystem".into(),
         call_id: "b".into(),
+        state: None,
     };
     let direct = b.time(200, b.n(5_000), || {
         std::hint::black_box(tool.execute_blocking(&request, &ctx));

@@ -71,6 +71,7 @@ pub fn run(b: &mut Bench) -> anyhow::Result<()> {
         ask: None,
         module: "fixture".into(),
         call_id: "b".into(),
+        state: None,
     };
     let direct = b.time(1000, b.n(20_000), || {
         std::hint::black_box(tool.execute_blocking(&request, &ctx));

@@ -94,6 +94,16 @@ pub trait FfiContext: Sync {
     /// Writes a log line attributed to this call.
     #[sabi(last_prefix_field)]
     fn log(&self, level: u8, message: RStr<'_>);
+
+    /// The call's owner-scoped state (ABI 0.2): `request` is a
+    /// [`crate::state::Request`] as JSON text, the answer a
+    /// [`crate::state::Answer`]. Optional in the vtable: a host that does
+    /// not provide it leaves the slot out, and this default answers
+    /// `unsupported`, so a module falls back to keeping its state in memory.
+    fn state(&self, request: RStr<'_>) -> RString {
+        let _ = request;
+        RString::from(crate::state::UNSUPPORTED_ANSWER)
+    }
 }
 
 /// A borrowed context, valid for the duration of one `execute`.

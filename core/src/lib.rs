@@ -29,6 +29,7 @@
 pub mod abi;
 pub mod protected;
 mod sdk;
+pub mod state;
 pub mod wire;
 
 pub use schemars;

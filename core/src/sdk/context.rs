@@ -163,6 +163,46 @@ impl<'a> Context<'a> {
         self.ffi.log(level.to_abi(), RStr::from_str(message.as_ref()));
     }
 
+    /// The value of `key` in the state the host lends this call (see
+    /// [`crate::state`]), if set and not expired. `Err(Unsupported)` when
+    /// the host lends none: keep the state in memory instead.
+    pub fn state_get(&self, key: &str) -> Result<Option<String>, crate::state::StateError> {
+        self.state_call(&crate::state::Request::Get { key: key.to_string() })
+    }
+
+    /// Sets `key` to `value` in the lent state for `ttl` (the host's default
+    /// when `None`; see [`crate::state`] for the bounds).
+    pub fn state_put(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Option<Duration>,
+    ) -> Result<(), crate::state::StateError> {
+        let ttl_ms = ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
+        self.state_call(&crate::state::Request::Put {
+            key: key.to_string(),
+            value: value.to_string(),
+            ttl_ms,
+        })
+        .map(|_| ())
+    }
+
+    /// Removes `key` from the lent state.
+    pub fn state_delete(&self, key: &str) -> Result<(), crate::state::StateError> {
+        self.state_call(&crate::state::Request::Delete { key: key.to_string() })
+            .map(|_| ())
+    }
+
+    fn state_call(
+        &self,
+        request: &crate::state::Request,
+    ) -> Result<Option<String>, crate::state::StateError> {
+        let text = serde_json::to_string(request)
+            .map_err(|e| crate::state::StateError::BadRequest(e.to_string()))?;
+        let answer = self.ffi.state(RStr::from_str(&text));
+        crate::state::parse_answer(answer.as_str())
+    }
+
     /// Adds a fact to the result's metadata (`trust`, `final_url`, sizes…).
     pub fn set_metadata(&self, key: impl Into<String>, value: impl Serialize) {
         if let (Ok(mut map), Ok(value)) = (self.metadata.lock(), serde_json::to_value(value)) {

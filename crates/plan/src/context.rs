@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abi_stable::std_types::RStr;
+use abi_stable::std_types::{RStr, RString};
 use serde_json::Value;
 use toolhost_core::abi::{level, FfiContext, NO_DEADLINE};
 
@@ -28,6 +28,38 @@ pub struct CallContext {
     pub module: String,
     /// Call id, for logs.
     pub call_id: String,
+    /// The state store lent to this call, scoped to its owner and module
+    /// mount by the host (`None`: the module keeps its state in memory).
+    pub state: Option<Arc<dyn LentState>>,
+}
+
+/// A state store lent to one call (see `toolhost_core::state`): the host
+/// has fixed the owner and mount, and checked the request's bounds.
+/// Blocking: the tool's `execute` runs on a blocking thread.
+pub trait LentState: Send + Sync {
+    /// Performs one operation.
+    fn perform(&self, request: &toolhost_core::state::Request) -> toolhost_core::state::Answer;
+}
+
+/// The answer to one `state` request of a tool: parsed, bounded, performed
+/// by `lent` (or `unsupported` without one). Shared by the in-process
+/// context and an isolated worker's host side.
+pub fn answer_state(lent: Option<&dyn LentState>, request: &str) -> String {
+    use toolhost_core::state::{check, Answer, Request, UNSUPPORTED_ANSWER};
+    let Some(lent) = lent else {
+        return UNSUPPORTED_ANSWER.to_string();
+    };
+    let request: Request = match serde_json::from_str(request) {
+        Ok(r) => r,
+        Err(e) => return Answer::failed("bad_request", format!("not a state request: {e}")).to_json(),
+    };
+    if let Err(refused) = check(&request) {
+        return refused.to_json();
+    }
+    // A panic here would unwind into the module's frames and abort.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lent.perform(&request)))
+        .unwrap_or_else(|_| Answer::failed("unavailable", "the host's state store panicked"))
+        .to_json()
 }
 
 impl FfiContext for CallContext {
@@ -64,6 +96,10 @@ impl FfiContext for CallContext {
 
     fn log(&self, level: u8, message: RStr<'_>) {
         log_line(&self.module, Some(&self.call_id), level, message.as_str());
+    }
+
+    fn state(&self, request: RStr<'_>) -> RString {
+        RString::from(answer_state(self.state.as_deref(), request.as_str()))
     }
 }
 

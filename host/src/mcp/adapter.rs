@@ -180,6 +180,8 @@ impl Runner<'_> {
                 .then(|| elicit::asker(&context.peer, cancel.clone()))
                 .flatten(),
             session_id: call_session(session, principal.as_deref()),
+            // Without a session, the principal owns what outlives the call.
+            state_owner: session.is_none().then(|| principal.clone()).flatten(),
             principal,
             toolset: http_toolset(context),
             ..from_request(request.name.into_owned(), request.arguments, &context.meta)

@@ -41,7 +41,7 @@ pub const RACY_WINDOW: Duration = Duration::from_secs(2);
 pub const MAX_HASH_BYTES: u64 = 32 * 1024 * 1024;
 
 /// What identifies a version of a file on disk, short of its content.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     dev: u64,
     ino: u64,
@@ -79,7 +79,7 @@ impl Stamp {
 }
 
 /// What is known of the content beyond the stamp.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Content {
     /// The stamp was not racy: it decides alone.
     ByStamp,
@@ -89,8 +89,9 @@ enum Content {
     Unknown,
 }
 
-/// A version of a file as a session saw it (read or wrote it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A version of a file as a session saw it (read or wrote it). Serialized
+/// when kept in the host's shared state ([`crate::records`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Seen {
     stamp: Stamp,
     content: Content,
@@ -155,6 +156,23 @@ impl Seen {
                     Err(Mismatch::Changed)
                 })
             }
+        }
+    }
+}
+
+impl Seen {
+    /// Whether the file now in state `stat` is still this version, as the
+    /// guard words it.
+    pub fn still(
+        &self,
+        stat: &Stat,
+        content: impl FnOnce() -> Result<Vec<u8>, ToolError>,
+    ) -> Result<(), Stale> {
+        match self.matches(stat, content) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(Mismatch::Changed)) => Err(Stale::Changed),
+            Ok(Err(Mismatch::Unverifiable)) => Err(Stale::Unverifiable),
+            Err(e) => Err(Stale::Unreadable(e)),
         }
     }
 }
@@ -230,12 +248,7 @@ impl ReadTracker {
     ) -> Result<(), Stale> {
         let key = (session.unwrap_or_default().to_owned(), path.to_path_buf());
         let seen = self.lock().get(&key).copied().ok_or(Stale::NotRead)?;
-        match seen.matches(stat, content) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(Mismatch::Changed)) => Err(Stale::Changed),
-            Ok(Err(Mismatch::Unverifiable)) => Err(Stale::Unverifiable),
-            Err(e) => Err(Stale::Unreadable(e)),
-        }
+        seen.still(stat, content)
     }
 
     /// Forgets every file `session` read (the session ended); returns how

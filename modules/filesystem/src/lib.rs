@@ -20,6 +20,7 @@ pub mod listing;
 pub mod media;
 pub mod pending;
 pub mod policy;
+pub mod records;
 pub mod search;
 pub mod session_end;
 pub mod snapshot;

@@ -4,7 +4,8 @@
 //! `call` (a `CallRequest`, with the tool's name and the time left),
 //! `cancel`; end of input means "clean up and exit". Worker to host:
 //! `manifest`, `mounted` (the tools' specs), `result`, `progress`, `log`,
-//! `event`, `events` (names contributed), `error` (open or mount failed).
+//! `event`, `events` (names contributed), `error` (open or mount failed),
+//! `state` (a call's state request, answered by the host's `state_answer`).
 //! The ABI's own JSON (spec, call, result) crosses untouched, as `body`.
 
 use serde::{Deserialize, Serialize};
@@ -38,6 +39,11 @@ pub enum Kind {
     Events,
     /// Worker: `open` or `mount` failed, with the message in `text`.
     Error,
+    /// Worker: call `id` asks the host's lent state `body` (a
+    /// `toolhost_core::state::Request`).
+    State,
+    /// Host: the answer `body` to call `id`'s state request.
+    StateAnswer,
 }
 
 /// One line of the protocol.

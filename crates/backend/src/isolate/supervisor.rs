@@ -36,6 +36,8 @@ pub fn set_worker_program(path: PathBuf) {
 /// What one call hears from the reader thread.
 enum Reply {
     Progress(String),
+    /// A state request of the call, to answer from its context.
+    State(String),
     Log(u8, String),
     Done(String),
     Crashed(Ended),
@@ -435,6 +437,7 @@ impl Supervisor {
         let reply = match frame.t {
             Kind::Result => Reply::Done(frame.body_text().to_string()),
             Kind::Progress => Reply::Progress(frame.body_text().to_string()),
+            Kind::State => Reply::State(frame.body_text().to_string()),
             Kind::Log if frame.id.is_some() => Reply::Log(
                 frame.level.unwrap_or(level::INFO),
                 frame.text.clone().unwrap_or_default(),
@@ -464,7 +467,13 @@ impl Supervisor {
                 Reply::Log(_, text) => text.len() <= MAX_REPLY_BYTES,
                 _ => true,
             };
-            if !fits || waiter.reply.try_send(reply).is_err() {
+            let state = matches!(reply, Reply::State(_));
+            let delivered = fits && waiter.reply.try_send(reply).is_ok();
+            if !delivered && state {
+                // Never left unanswered: the worker's call waits for it.
+                let busy = toolhost_core::state::Answer::failed("unavailable", "the host is busy; retry");
+                let _ = live.send(&Frame::new(Kind::StateAnswer).id(id).body(&busy.to_json()));
+            } else if !delivered {
                 tracing::debug!(module = %self.name(), call = id, "dropped a progress report or log line of a call");
             }
         }
@@ -528,6 +537,10 @@ impl Supervisor {
                 Ok(Reply::Done(text)) => return text,
                 Ok(Reply::Progress(json)) => ctx.progress(RStr::from_str(&json)),
                 Ok(Reply::Log(lvl, message)) => ctx.log(lvl, RStr::from_str(&message)),
+                Ok(Reply::State(request)) => {
+                    let answer = ctx.state(RStr::from_str(&request));
+                    let _ = live.send(&Frame::new(Kind::StateAnswer).id(id).body(answer.as_str()));
+                }
                 Ok(Reply::Crashed(ended)) => {
                     return encode(&crashed_result(&self.name(), &ended.why, ended.details))
                 }

@@ -175,6 +175,7 @@ fn serve(mut input: BufReader<File>, out: &Out) {
         running: Mutex::default(),
         out: out.clone(),
         idle: AtomicUsize::new(1),
+        answers: Answers::default(),
     });
     calls.serve();
     drop(calls);
@@ -194,7 +195,12 @@ struct Calls {
     out: Out,
     /// Threads reading or waiting to read (not running a call).
     idle: AtomicUsize,
+    /// Where the host's answer to each call's state request goes.
+    answers: Answers,
 }
+
+/// A running call's pending state request, by call id.
+type Answers = Arc<Mutex<HashMap<u64, std::sync::mpsc::SyncSender<String>>>>;
 
 impl Calls {
     /// Reads and handles frames until the host closes the input.
@@ -218,6 +224,17 @@ impl Calls {
                     });
                     if let Some(token) = token {
                         token.cancel();
+                    }
+                }
+                Kind::StateAnswer => {
+                    let waiting = frame.id.and_then(|id| {
+                        self.answers
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .remove(&id)
+                    });
+                    if let Some(waiting) = waiting {
+                        let _ = waiting.try_send(frame.body_text().to_string());
                     }
                 }
                 other => eprintln!("toolhost worker: ignored an unexpected {other:?} frame"),
@@ -257,6 +274,8 @@ impl Calls {
                 .deadline_ms
                 .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms))),
             out: self.out.clone(),
+            answers: self.answers.clone(),
+            asking: Mutex::new(()),
         };
         let ffi = FfiContext_TO::from_ptr(RRef::new(&ctx), TD_Opaque);
         let result = tool.execute(RStr::from_str(frame.body_text()), ffi);
@@ -290,7 +309,13 @@ struct WorkerContext {
     cancel: CancelToken,
     deadline: Option<Instant>,
     out: Out,
+    answers: Answers,
+    /// One state request of the call in flight at a time.
+    asking: Mutex<()>,
 }
+
+/// How long a state request waits for the host at most.
+const STATE_WAIT: Duration = Duration::from_secs(30);
 
 impl FfiContext for WorkerContext {
     fn is_cancelled(&self) -> bool {
@@ -314,6 +339,28 @@ impl FfiContext for WorkerContext {
         let mut frame = Frame::new(Kind::Log).id(self.id).text(message.as_str());
         frame.level = Some(level);
         self.out.send(&frame);
+    }
+
+    /// Forwards the request to the host, whose context answers it, and
+    /// waits for the answer (bounded, so a lost answer cannot hang the call).
+    fn state(&self, request: RStr<'_>) -> RString {
+        let _one = self.asking.lock().unwrap_or_else(PoisonError::into_inner);
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(self.id, tx);
+        self.out
+            .send(&Frame::new(Kind::State).id(self.id).body(request.as_str()));
+        let answer = rx.recv_timeout(STATE_WAIT).unwrap_or_else(|_| {
+            self.answers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&self.id);
+            toolhost_core::state::Answer::failed("unavailable", "the host did not answer the state request")
+                .to_json()
+        });
+        RString::from(answer)
     }
 }
 

@@ -65,6 +65,7 @@ pub fn end(host: &Host, session: &str) {
             ask: None,
             module: tool.module.name.clone(),
             call_id: format!("session-end:{session}"),
+            state: None,
         };
         let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             tool.execute_blocking(&request, &ctx)

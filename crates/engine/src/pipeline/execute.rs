@@ -52,6 +52,8 @@ pub(crate) struct Stage6 {
     pub cancel: CancelToken,
     pub progress: Option<ProgressSink>,
     pub ask: Option<crate::ask::Asker>,
+    /// The state store lent to the call, if any (see `lent_state`).
+    pub state: Option<Arc<dyn crate::context::LentState>>,
 }
 
 /// Receives the host's answer for a call run on its caller's thread whose
@@ -183,6 +185,7 @@ impl Engine {
             cancel,
             progress,
             ask,
+            state,
         } = call;
         let call_json = serde_json::to_string(&request).map_err(|e| {
             ToolResult::failure(
@@ -206,6 +209,7 @@ impl Engine {
             ask,
             module: tool.module.name.clone(),
             call_id: id,
+            state,
         };
         let job = Box::new(move || {
             catch_unwind(AssertUnwindSafe(|| tool.execute_blocking(&call_json, &ctx)))

@@ -38,6 +38,7 @@ pub mod handoff;
 pub mod hooks;
 pub mod idempotency;
 mod inline;
+mod lent_state;
 pub mod policy;
 pub mod postprocess;
 pub mod rate_limit;
@@ -103,6 +104,10 @@ pub struct Call {
     /// The toolset the caller selected (HTTP `?toolset=`), on top of the
     /// server's (see [`crate::surface::toolsets`]).
     pub toolset: Option<String>,
+    /// The principal that owns what the call's module keeps past the call,
+    /// for a call without a session (a 2026-07-28 HTTP request); `None`:
+    /// the session owns it (see `lent_state`).
+    pub state_owner: Option<String>,
 }
 
 /// What an approver is asked.
@@ -131,6 +136,7 @@ pub(crate) struct Prepared {
     principal: String,
     context: RequestContext,
     toolset: Option<String>,
+    state_owner: Option<String>,
     /// The call holds an idempotency key's lease, which its run must not
     /// outlive (see [`Pipeline::bounds_for`]).
     leased: bool,
@@ -162,6 +168,8 @@ pub struct Pipeline {
     /// The idempotency store once opened (a failed open is tried again at
     /// the next keyed call).
     store: Mutex<Option<Arc<crate::state::Store>>>,
+    /// Lends calls without a session the fleet's state store.
+    lender: lent_state::Lender,
     /// The plan's working folder as every CallRequest carries it.
     working_dir: String,
     /// Stage 6: runs tools under their deadline, cancel and grace.
@@ -192,6 +200,7 @@ impl Pipeline {
             redactor: OnceLock::new(),
             audit,
             store: Mutex::new(None),
+            lender: Default::default(),
             working_dir,
             engine: execute::Engine::new(shutdown),
         };
@@ -484,6 +493,7 @@ impl Pipeline {
             principal: trace.principal.clone(),
             context: call.context,
             toolset: call.toolset,
+            state_owner: call.state_owner,
             leased: trace.claim.is_some(),
         })
     }
@@ -541,6 +551,7 @@ impl Pipeline {
             principal,
             context,
             toolset: _,
+            state_owner,
             leased,
         } = prepared;
         record::pre(&self.host.events, &tool, &id, &input, &principal, &context);
@@ -561,6 +572,11 @@ impl Pipeline {
         request.session_id = Some(session_id.unwrap_or_else(|| crate::session::process().to_string()));
         request.principal = Some(principal);
         request.context = context;
+        let state = self.lender.lend(
+            self.host.plan.host.state_url.as_deref(),
+            state_owner.as_deref(),
+            &tool.module.name,
+        );
         Launch {
             stage6: execute::Stage6 {
                 tool,
@@ -569,6 +585,7 @@ impl Pipeline {
                 cancel,
                 progress,
                 ask: asker,
+                state,
             },
             input,
         }

@@ -49,7 +49,7 @@ impl Tool for DeleteFile {
         // another name (maybe denied or outside) stay.
         atomic::check_replaceable(target, &stat, state.config.allow_hard_links)?;
         remove(target, "; nothing was deleted")?;
-        state.history.forget_file(&target.key);
+        crate::records::Records::new(state, ctx).history_forget_file(&target.key);
         Ok(format!("deleted {} ({} bytes)", target.display, stat.st_size))
     }
 }

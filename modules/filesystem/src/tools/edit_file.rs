@@ -128,7 +128,7 @@ impl Tool for EditFile {
             ))
         })?;
         atomic::check_replaceable(target, &stat, state.config.allow_hard_links)?;
-        super::guarded::require_read(state, ctx.session_id(), target, &stat)?;
+        super::guarded::require_read(state, ctx, target, &stat)?;
         if stat.st_size as u64 > state.config.max_edit_bytes {
             return Err(ToolError::invalid_input(format!(
                 "{display} is {} bytes; edit_file loads at most {} (max_edit_bytes)",
@@ -188,10 +188,9 @@ impl Tool for EditFile {
         let new_stat = atomic::write(target, current.as_bytes(), Some(&stat), &state.pending)
             .map_err(|e| atomic::write_error(display, e))?;
         let seen = crate::guard::Seen::written(&new_stat, current.as_bytes());
-        state.reads.record(ctx.session_id(), &target.key, seen);
-        let saved = state
-            .history
-            .record(ctx.session_id(), &target.key, Some(bytes), seen);
+        let records = crate::records::Records::new(state, ctx);
+        records.record(&target.key, seen);
+        let saved = records.history_record(&target.key, Some(bytes), seen);
         let plural = if count == 1 { "" } else { "s" };
         let edits_note = if multi {
             format!(" from {} edits", edits.len())

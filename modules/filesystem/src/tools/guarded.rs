@@ -75,7 +75,7 @@ pub fn remove(target: &WriteTarget, outcome: &str) -> Result<(), ToolError> {
 /// this process in that very state.
 pub fn require_read(
     state: &Shared,
-    session: Option<&str>,
+    ctx: &toolhost_core::Context<'_>,
     target: &WriteTarget,
     stat: &Stat,
 ) -> Result<(), ToolError> {
@@ -83,13 +83,13 @@ pub fn require_read(
         return Ok(());
     }
     let content = || crate::snapshot::read(target, stat);
-    match state.reads.check(session, &target.key, stat, content) {
+    match crate::records::Records::new(state, ctx).check(&target.key, stat, content) {
         Ok(()) => Ok(()),
         Err(Stale::NotRead) => Err(ToolError::with_status(
             Status::PolicyDenied,
             "read_before_write",
             format!(
-                "{} already exists and has not been read in this session; call read_file on it first, then retry this change",
+                "{} already exists and has not been read in this session (or, by a client without a session, by this principal); call read_file on it first, then retry this change",
                 target.display
             ),
         )),

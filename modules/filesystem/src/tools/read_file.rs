@@ -110,9 +110,7 @@ impl ReadFile {
                 "{display} is a folder; its entries (kind, size, path):\n{text}{more}"
             ));
         }
-        self.state
-            .reads
-            .record_read(ctx.session_id(), &handle.real, &handle.stat, &handle.fd);
+        crate::records::Records::new(&self.state, ctx).record_read(&handle.real, &handle.stat, &handle.fd);
         let size = handle.stat.st_size.max(0) as u64;
         let mut file = File::from(handle.fd);
         // A file the stat says is shorter than the sniff is read at that

@@ -55,12 +55,12 @@ impl Tool for UndoEdit {
 
     fn execute(&self, input: UndoEditInput, ctx: &Context<'_>) -> Result<String, ToolError> {
         let state = &self.state;
-        let session = ctx.session_id();
+        let records = crate::records::Records::new(state, ctx);
         let locked = open_locked(state, &input.file_path, ctx, false)?;
         let _held = locked.hold();
         let target = &locked.target;
         let display = &target.display;
-        let Some(entry) = state.history.last(session, &target.key) else {
+        let Some(entry) = records.history_last(&target.key)? else {
             return Err(ToolError::new(
                 "nothing_to_undo",
                 format!(
@@ -89,7 +89,7 @@ impl Tool for UndoEdit {
         let Some(before) = entry.before else {
             // The change created the file: undoing it removes the file.
             remove(target, "")?;
-            state.history.pop(session, &target.key, None);
+            records.history_pop(&target.key, None)?;
             return Ok(format!(
                 "removed {display}: this session's write_file created it, so undoing that removes it"
             ));
@@ -97,8 +97,8 @@ impl Tool for UndoEdit {
         let restored = atomic::write(target, &before, Some(&stat), &state.pending)
             .map_err(|e| atomic::write_error(display, e))?;
         let seen = Seen::written(&restored, &before);
-        state.reads.record(session, &target.key, seen);
-        let left = state.history.pop(session, &target.key, Some(seen));
+        records.record(&target.key, seen);
+        let left = records.history_pop(&target.key, Some(seen))?;
         let more = match left {
             0 => "nothing earlier is left to undo".to_string(),
             1 => "1 earlier change can still be undone".to_string(),

@@ -57,7 +57,7 @@ impl Tool for WriteFile {
         let (keep, before) = match &existing {
             Existing::File(stat) => {
                 atomic::check_replaceable(target, stat, state.config.allow_hard_links)?;
-                super::guarded::require_read(state, ctx.session_id(), target, stat)?;
+                super::guarded::require_read(state, ctx, target, stat)?;
                 // The old content for undo_edit, when the history can hold it.
                 let before = if stat.st_size.max(0) as u64 <= crate::history::MAX_BYTES as u64 {
                     Some(crate::snapshot::read(target, stat)?)
@@ -71,18 +71,15 @@ impl Tool for WriteFile {
         let stat = atomic::write(target, input.content.as_bytes(), keep, &state.pending)
             .map_err(|e| atomic::write_error(&target.display, e))?;
         let seen = crate::guard::Seen::written(&stat, input.content.as_bytes());
-        state.reads.record(ctx.session_id(), &target.key, seen);
+        let records = crate::records::Records::new(state, ctx);
+        records.record(&target.key, seen);
         let saved = match (keep, before) {
             (Some(_), None) => crate::history::Recorded::TooLarge,
-            (Some(_), Some(before)) => {
-                state
-                    .history
-                    .record(ctx.session_id(), &target.key, Some(before), seen)
-            }
-            (None, _) => state.history.record(ctx.session_id(), &target.key, None, seen),
+            (Some(_), Some(before)) => records.history_record(&target.key, Some(before), seen),
+            (None, _) => records.history_record(&target.key, None, seen),
         };
         if saved == crate::history::Recorded::TooLarge {
-            state.history.forget_file_in(ctx.session_id(), &target.key);
+            records.history_forget_file_in(&target.key);
         }
         let lines = input.content.lines().count();
         let verb = if keep.is_some() { "replaced" } else { "created" };

@@ -67,6 +67,7 @@ pub fn call(
         ask: None,
         module: "validate".into(),
         call_id: call_id.clone(),
+        state: None,
     };
     let started = Instant::now();
     let (done, returned) = mpsc::channel();

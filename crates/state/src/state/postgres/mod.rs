@@ -11,6 +11,7 @@ pub mod audit;
 mod idempotency;
 pub mod migrations;
 pub mod tasks;
+pub mod principal_kv;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
