@@ -120,6 +120,12 @@ pub struct HostSection {
     /// Seconds an over-limit result stays readable.
     #[serde(default = "default_output_store_secs")]
     pub output_store_secs: u64,
+    /// `[host.telemetry]`: a span per call, exported over OTLP.
+    #[serde(default)]
+    pub telemetry: crate::plan::telemetry::TelemetrySection,
+    /// `[host.metrics]`: who may read `/metrics` on `serve --http`.
+    #[serde(default)]
+    pub metrics: crate::plan::telemetry::MetricsSection,
 }
 
 /// `[host] tool_discovery`.
@@ -178,6 +184,8 @@ impl Default for HostSection {
             always_on: Vec::new(),
             output_store_bytes: default_output_store_bytes(),
             output_store_secs: default_output_store_secs(),
+            telemetry: Default::default(),
+            metrics: Default::default(),
         }
     }
 }

@@ -14,6 +14,7 @@
 //! for Nagle's delayed ACK, 10–60× slower than stdio).
 
 mod accept;
+mod metrics;
 pub mod owners;
 mod priming;
 pub mod sessions;
@@ -164,6 +165,8 @@ struct Routing {
     owners: Arc<Owners>,
     /// Authenticated connections (`max_connections`).
     connections: Connections,
+    /// Who may read `/metrics` (`[host.metrics]`).
+    metrics: metrics::Access,
     /// Refusals are logged at most once per window (a flood must not flood
     /// the log as well).
     refusals: std::sync::Mutex<accept::RateLimitedLog>,
@@ -210,6 +213,7 @@ pub async fn serve(
     let calls = SessionCalls::for_host(pipeline.host().clone());
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
     let owners = Arc::new(Owners::new(options.sessions_per_principal));
+    let pipeline_metrics = pipeline.host().plan.host.metrics.clone();
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
@@ -221,6 +225,7 @@ pub async fn serve(
         max_sessions: options.max_sessions,
         owners: owners.clone(),
         connections: Connections::new(options.max_connections),
+        metrics: metrics::Access::new(&pipeline_metrics),
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         evictions: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
@@ -348,6 +353,9 @@ impl Standing {
 /// Token first, then the connection cap, the endpoint, the session's owner,
 /// the session cap, and rmcp; everything else is 404.
 async fn route(routing: &Routing, standing: &Standing, mut request: Request<Incoming>) -> Response<Body> {
+    if request.uri().path() == metrics::PATH && routing.metrics.public() {
+        return metrics::answer(&routing.manager).await;
+    }
     let principal = match routing.gate.identify(request.headers()) {
         Some(principal) => principal,
         None => {
@@ -360,6 +368,9 @@ async fn route(routing: &Routing, standing: &Standing, mut request: Request<Inco
     }
     request.extensions_mut().insert(principal.clone());
     let path = request.uri().path();
+    if path == metrics::PATH {
+        return routing.metrics.answer_for(&principal, &routing.manager).await;
+    }
     if path != ENDPOINT && path != "/" {
         return auth::refusal(
             StatusCode::NOT_FOUND,
