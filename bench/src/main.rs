@@ -22,6 +22,7 @@ mod report;
 mod search;
 mod soak;
 mod state;
+mod telemetry;
 mod web;
 
 use std::path::PathBuf;
@@ -77,6 +78,8 @@ fn main() -> anyhow::Result<()> {
         ("redact", redact::run),
         ("rate-limit", rate_limit::run),
         ("search", search::run),
+        // Last: it turns telemetry on for the rest of the process.
+        ("telemetry", telemetry::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

@@ -137,6 +137,7 @@ pub const LAYERS: &[Layer] = &[
             "testkit",
             "core",
             "supervise",
+            "telemetry",
             "plan",
             "engine",
             "modules",

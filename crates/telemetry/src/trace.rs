@@ -61,7 +61,7 @@ struct Installed {
     tracer: Tracer,
 }
 
-static INSTALLED: OnceLock<Option<Installed>> = OnceLock::new();
+static INSTALLED: OnceLock<Installed> = OnceLock::new();
 
 /// The environment variables that name a collector when the plan does not.
 const ENDPOINT_VARS: [&str; 2] = [
@@ -70,10 +70,11 @@ const ENDPOINT_VARS: [&str; 2] = [
 ];
 
 /// Sets up export for this process once (later calls keep the first
-/// setup); `Ok(false)` when no endpoint is configured, so spans are off.
+/// setup that named a collector); `Ok(false)` when no endpoint is
+/// configured, so spans are off.
 pub fn install(config: &Config) -> Result<bool, TraceError> {
-    if let Some(done) = INSTALLED.get() {
-        return Ok(done.is_some());
+    if INSTALLED.get().is_some() {
+        return Ok(true);
     }
     let from_env = ENDPOINT_VARS
         .iter()
@@ -83,10 +84,8 @@ pub fn install(config: &Config) -> Result<bool, TraceError> {
         // The exporter reads the variables itself (the signal's URL as
         // given, the general one with `/v1/traces` appended).
         (None, Some(_)) => None,
-        (None, None) => {
-            let _ = INSTALLED.set(None);
-            return Ok(false);
-        }
+        // Nothing is recorded: a later plan (or the bench) may name one.
+        (None, None) => return Ok(false),
     };
     let mut builder = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -129,21 +128,24 @@ pub fn install(config: &Config) -> Result<bool, TraceError> {
         )
         .build();
     let tracer = provider.tracer("toolhost");
-    let _ = INSTALLED.set(Some(Installed { provider, tracer }));
+    if let Err(lost) = INSTALLED.set(Installed { provider, tracer }) {
+        // Another pipeline installed one meanwhile: keep that one.
+        let _ = lost.provider.shutdown();
+    }
     Ok(true)
 }
 
 /// Sends what is queued and stops the exporter (at process exit), waiting
 /// at most the export timeout.
 pub fn shutdown() {
-    if let Some(Some(installed)) = INSTALLED.get() {
+    if let Some(installed) = INSTALLED.get() {
         let _ = installed.provider.shutdown();
     }
 }
 
 #[inline]
 fn tracer() -> Option<&'static Tracer> {
-    INSTALLED.get()?.as_ref().map(|i| &i.tracer)
+    INSTALLED.get().map(|i| &i.tracer)
 }
 
 /// A W3C trace context: `traceparent` and, when given, `tracestate`.
