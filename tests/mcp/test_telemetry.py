@@ -170,7 +170,9 @@ async def test_each_call_is_a_span_that_continues_the_callers_trace(workspace, r
     # The successful call: the caller's child, every stage an event.
     echo = [s for s in spans["tools/call echo"] if attributes(s.attributes)["toolhost.status"] == "success"]
     assert len(echo) == 2
-    traced = next(s for s in echo if s.trace_id.hex() == TRACE_ID)
+    in_trace = [s for s in echo if s.trace_id.hex() == TRACE_ID]
+    assert len(in_trace) == 1, f"no span in the caller's trace: {[s.trace_id.hex() for s in echo]}"
+    traced = in_trace[0]
     assert traced.parent_span_id.hex() == PARENT_ID
     assert traced.kind == traced.SPAN_KIND_SERVER
     attrs = attributes(traced.attributes)
