@@ -221,6 +221,34 @@ async def test_without_export_the_callers_traceparent_still_reaches_the_server(w
         assert json.loads(text_of(bad)) == {"traceparent": None, "tracestate": None}
 
 
+async def test_the_plans_endpoint_wins_over_the_environments(workspace, receiver):
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    from harness import BIN, server_env
+
+    by_plan, by_env = receiver(), receiver()
+
+    async def calls(ws, env: dict) -> None:
+        params = StdioServerParameters(command=str(BIN), args=ws.args(), env=server_env(env), cwd=str(ws.path))
+        with open(ws.path / "server.log", "a") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    assert not (await session.call_tool("echo", {"message": "x"})).is_error
+
+    # No plan key: OTEL_EXPORTER_OTLP_ENDPOINT names the collector.
+    ws = workspace(plan(["fixture"], "[host.telemetry]\nexport_interval_ms = 100\n"))
+    await calls(ws, {"OTEL_EXPORTER_OTLP_ENDPOINT": by_env.url})
+    assert await wait_until_async(lambda: len(by_env.spans()) == 1, 20), (ws.path / "server.log").read_text()[-2000:]
+    # The plan's key wins over the variable.
+    ws.plan.write_text(
+        plan(["fixture"], f'[host.telemetry]\notlp_endpoint = "{by_plan.url}"\nexport_interval_ms = 100\n')
+    )
+    await calls(ws, {"OTEL_EXPORTER_OTLP_ENDPOINT": by_env.url})
+    assert await wait_until_async(lambda: len(by_plan.spans()) == 1, 20), (ws.path / "server.log").read_text()[-2000:]
+    assert len(by_env.spans()) == 1
+
+
 # --- /metrics -----------------------------------------------------------
 
 
