@@ -23,6 +23,7 @@ mod report;
 mod search;
 mod soak;
 mod state;
+mod telemetry;
 mod web;
 
 use std::path::PathBuf;
@@ -79,6 +80,8 @@ fn main() -> anyhow::Result<()> {
         ("rate-limit", rate_limit::run),
         ("oauth", oauth::run),
         ("search", search::run),
+        // Last: it turns telemetry on for the rest of the process.
+        ("telemetry", telemetry::run),
     ];
     for (name, run) in areas {
         if only.is_empty() || only.contains(&name) {

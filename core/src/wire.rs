@@ -355,6 +355,14 @@ pub struct CallRequest {
     /// given (issue #16).
     #[serde(default, skip_serializing_if = "RequestContext::is_empty")]
     pub context: RequestContext,
+    /// The call's W3C trace context (`00-<trace id>-<span id>-<flags>`):
+    /// the host's span for the call, or the caller's when the host exports
+    /// no spans. A tool that calls further services passes it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that goes with `traceparent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// The ids a caller attaches to a request (MCP `_meta`, CLI flags), so a
@@ -408,6 +416,8 @@ impl CallRequest {
             session_id: None,
             principal: None,
             context: RequestContext::default(),
+            traceparent: None,
+            tracestate: None,
         }
     }
 }

@@ -57,6 +57,13 @@ pub const LAYERS: &[Layer] = &[
         members: &[Member::Name("toolhost-supervise")],
         may_use: &["sync", "core"],
     },
+    // What the host tells monitoring (metrics, spans): it knows no plan,
+    // so every layer that counts or traces can use it.
+    Layer {
+        name: "telemetry",
+        members: &[Member::Name("toolhost-telemetry")],
+        may_use: &[],
+    },
     // The host's bottom layer: the plan, checked, and the vocabulary of a
     // call (a mounted tool, its context). No backend, pipeline or front door.
     Layer {
@@ -75,14 +82,22 @@ pub const LAYERS: &[Layer] = &[
     Layer {
         name: "backend",
         members: &[Member::Name("toolhost-backend")],
-        may_use: &["sync", "core", "supervise", "plan"],
+        may_use: &["sync", "core", "supervise", "telemetry", "plan"],
     },
     // The mounted host, its surface and the pipeline. No front door (MCP
     // server, CLI).
     Layer {
         name: "engine",
         members: &[Member::Name("toolhost-engine")],
-        may_use: &["sync", "core", "supervise", "plan", "state", "backend"],
+        may_use: &[
+            "sync",
+            "core",
+            "supervise",
+            "telemetry",
+            "plan",
+            "state",
+            "backend",
+        ],
     },
     // Tool modules know only the contract: never the host.
     Layer {
@@ -99,7 +114,16 @@ pub const LAYERS: &[Layer] = &[
     Layer {
         name: "host",
         members: &[Member::Name("toolhost")],
-        may_use: &["sync", "core", "supervise", "plan", "state", "backend", "engine"],
+        may_use: &[
+            "sync",
+            "core",
+            "supervise",
+            "telemetry",
+            "plan",
+            "state",
+            "backend",
+            "engine",
+        ],
     },
     Layer {
         name: "tools",
@@ -113,6 +137,7 @@ pub const LAYERS: &[Layer] = &[
             "testkit",
             "core",
             "supervise",
+            "telemetry",
             "plan",
             "engine",
             "modules",

@@ -364,8 +364,9 @@ impl Redactor {
 
     /// Redacts a result's output and structured data, error message and
     /// details, the text of its content blocks (see `redact_block`)
-    /// and the tool's metadata; records the counts in `metadata.redactions`.
-    pub fn redact_result(&self, result: &mut ToolResult) {
+    /// and the tool's metadata; records the counts in `metadata.redactions`
+    /// and returns their sum (for `toolhost_redactions_total`).
+    pub fn redact_result(&self, result: &mut ToolResult) -> u64 {
         let mut counts = BTreeMap::new();
         self.redact_value(&mut result.output, &mut counts);
         if let Some(structured) = result.structured.as_mut() {
@@ -383,9 +384,11 @@ impl Redactor {
         for block in &mut result.content {
             self.redact_block(block, &mut counts);
         }
+        let total = counts.values().sum();
         if !counts.is_empty() {
             result.metadata.extra.insert("redactions".into(), json!(counts));
         }
+        total
     }
 }
 

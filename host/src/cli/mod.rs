@@ -141,6 +141,8 @@ pub fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(run(cli));
+    // Queued spans go to the collector (bounded by its export timeout).
+    toolhost_telemetry::trace::shutdown();
     // Abandoned tool threads (tools that ignored cancellation) must not keep
     // the process alive.
     runtime.shutdown_background();

@@ -254,6 +254,15 @@ pub fn from_request(name: String, arguments: Option<Map<String, Value>>, meta: &
             .and_then(Value::as_str)
             .map(str::to_string),
         context: crate::governance::request::from_meta(meta),
+        // `_meta.traceparent` (W3C Trace Context, as the MCP `_meta`
+        // convention carries it): the call's span is the caller's child.
+        trace_parent: meta
+            .get("traceparent")
+            .and_then(Value::as_str)
+            .and_then(|parent| {
+                let state = meta.get("tracestate").and_then(Value::as_str);
+                toolhost_telemetry::trace::TraceParent::parse(parent, state)
+            }),
         ..Call::default()
     }
 }

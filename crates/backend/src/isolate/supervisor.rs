@@ -488,6 +488,7 @@ impl Supervisor {
             || {
                 let (live, _) = self.start(None)?;
                 tracing::info!(module = %self.name(), pid = live.process.id(), "restarted the isolated module's worker");
+                toolhost_telemetry::metrics::worker_restarted(&self.name());
                 Ok::<_, SupervisorError>(live)
             },
             || ctx.is_cancelled() || ctx.remaining_ms() == 0,

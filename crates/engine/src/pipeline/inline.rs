@@ -96,14 +96,15 @@ impl Pipeline {
     /// Stages 7 and 8 for a call run here, then the answer.
     async fn complete(&self, tail: Tail, result: ToolResult) {
         let Tail {
-            pending,
+            mut pending,
             tool,
             input,
             answer,
         } = tail;
         let span = pending.span.clone();
         let _entered = span.enter();
-        let result = self.after(&tool, &input, &pending.trace, result).await;
+        pending.trace.stage("execute");
+        let result = self.after(&tool, &input, &mut pending.trace, result).await;
         answer(self.finish(pending, result));
     }
 }

@@ -108,6 +108,9 @@ pub struct Call {
     /// for a call without a session (a 2026-07-28 HTTP request); `None`:
     /// the session owns it (see `lent_state`).
     pub state_owner: Option<String>,
+    /// The caller's W3C trace context (MCP `_meta.traceparent`): the call's
+    /// span is its child, and mounted servers continue the trace.
+    pub trace_parent: Option<toolhost_telemetry::trace::TraceParent>,
 }
 
 /// What an approver is asked.
@@ -140,6 +143,8 @@ pub(crate) struct Prepared {
     /// The call holds an idempotency key's lease, which its run must not
     /// outlive (see [`Pipeline::bounds_for`]).
     leased: bool,
+    /// The trace context the call passes on (see [`record::Trace::outgoing`]).
+    trace_parent: Option<toolhost_telemetry::trace::TraceParent>,
 }
 
 /// A prepared call as stage 6 takes it.
@@ -180,6 +185,23 @@ pub struct Pipeline {
     toolset: Option<String>,
 }
 
+/// Starts span export for this process when the plan or the environment
+/// names an OTLP collector (the first pipeline's plan decides; see
+/// [`toolhost_telemetry::trace::install`]). A collector that cannot be set
+/// up is logged, and calls run without spans.
+fn install_telemetry(section: &crate::plan::telemetry::TelemetrySection) {
+    let config = toolhost_telemetry::trace::Config {
+        otlp_endpoint: section.otlp_endpoint.as_ref().map(|e| e.0.clone()),
+        service_name: section.service_name.clone(),
+        max_queued_spans: section.max_queued_spans,
+        export_timeout: Duration::from_millis(section.export_timeout_ms),
+        export_interval: Duration::from_millis(section.export_interval_ms),
+    };
+    if let Err(e) = toolhost_telemetry::trace::install(&config) {
+        tracing::error!("{e}; calls run without spans");
+    }
+}
+
 impl Pipeline {
     /// A pipeline over `host`; `shutdown` cancels every call in flight. The
     /// audit log is the host's (opened when it loaded); the redaction
@@ -204,6 +226,7 @@ impl Pipeline {
             working_dir,
             engine: execute::Engine::new(shutdown),
         };
+        install_telemetry(&pipeline.host.plan.host.telemetry);
         // A fleet store starts connecting (and migrating) at mount.
         if pipeline.host.plan.host.state_url.is_some() {
             if let Err(e) = pipeline.store() {
@@ -330,7 +353,7 @@ impl Pipeline {
         prepared.map_err(|mut refusal| {
             // A replay is a stored result, redacted when it was produced.
             if let Some(redactor) = self.redactor().filter(|_| !trace.replayed) {
-                redactor.redact_result(&mut refusal);
+                toolhost_telemetry::metrics::redacted(redactor.redact_result(&mut refusal));
             }
             refusal
         })
@@ -372,6 +395,7 @@ impl Pipeline {
         };
         let tool = resolved.tool.clone();
         trace.tool = Some(tool.clone());
+        trace.stage("resolve");
         if !self.surface.is_host_tool(&tool) {
             // Toolsets and pins (see crate::surface).
             trace.decision = "not_offered";
@@ -407,6 +431,7 @@ impl Pipeline {
         if trace.input_for_key.is_some() {
             trace.input_for_key = Some(call.input.clone());
         }
+        trace.stage("validate");
         // 3. deprecation, then the policy rules (and approval)
         trace.decision = "deprecated";
         trace.deprecation = crate::governance::deprecation::check(&tool, id)?;
@@ -430,6 +455,7 @@ impl Pipeline {
         if let policy::Verdict::Approved(by) = verdict {
             trace.approved_by = Some(by);
         }
+        trace.stage("policy");
         // Idempotency: claim the key, or wait for and replay its result.
         match self.claim(&tool, id, &call, &trace.principal).await? {
             Some(idempotency::Begun::Replay(replayed)) => {
@@ -455,6 +481,7 @@ impl Pipeline {
                 r
             })?;
         }
+        trace.stage("hooks");
         // Write-before-execute: a side-effecting call runs only once its
         // intent is on record.
         if !tool.spec.annotations.read_only {
@@ -495,18 +522,21 @@ impl Pipeline {
             toolset: call.toolset,
             state_owner: call.state_owner,
             leased: trace.claim.is_some(),
+            trace_parent: trace.outgoing(call.trace_parent),
         })
     }
 
     /// Stages 6–7 and the post hooks; recording is the caller's.
     async fn run(&self, prepared: Prepared, trace: &mut Trace) -> ToolResult {
         if let Some(result) = self.run_host_tool(&prepared) {
+            trace.stage("execute");
             return self.after(&prepared.tool, &prepared.input, trace, result).await;
         }
         let Launch { stage6, input } = self.launch(prepared);
         let tool = stage6.tool.clone();
         // 6. execute
         let result = self.engine.run(stage6).await;
+        trace.stage("execute");
         self.after(&tool, &input, trace, result).await
     }
 
@@ -553,6 +583,7 @@ impl Pipeline {
             toolset: _,
             state_owner,
             leased,
+            trace_parent,
         } = prepared;
         record::pre(&self.host.events, &tool, &id, &input, &principal, &context);
         let limits = execute::Limits {
@@ -577,6 +608,10 @@ impl Pipeline {
             state_owner.as_deref(),
             &tool.module.name,
         );
+        if let Some(parent) = trace_parent {
+            request.traceparent = Some(parent.traceparent);
+            request.tracestate = parent.tracestate;
+        }
         Launch {
             stage6: execute::Stage6 {
                 tool,
@@ -597,14 +632,14 @@ impl Pipeline {
         &self,
         tool: &MountedTool,
         input: &Value,
-        trace: &Trace,
+        trace: &mut Trace,
         result: ToolResult,
     ) -> ToolResult {
         // 7. post-process: schema, secrets (before truncation, so a secret
         // across the cut is still seen whole), size
         let mut result = postprocess::check_output(tool, result);
         if let Some(redactor) = self.redactor() {
-            redactor.redact_result(&mut result);
+            toolhost_telemetry::metrics::redacted(redactor.redact_result(&mut result));
         }
         if let Some(notice) = &trace.deprecation {
             result.metadata.extra.insert("deprecated".into(), notice.clone());
@@ -620,6 +655,7 @@ impl Pipeline {
         if let Some(claimed) = trace.claim.as_ref() {
             claimed.complete(&result).await;
         }
+        trace.stage("post_process");
         result
     }
 

@@ -76,17 +76,45 @@ pub struct Trace {
     pub context: RequestContext,
     /// The deprecation notice of a deprecated tool.
     pub deprecation: Option<Value>,
+    /// The call's OpenTelemetry span, while export is on.
+    pub otel: Option<toolhost_telemetry::trace::CallSpan>,
+    /// Counts the call in `toolhost_calls_in_flight` while metrics are on.
+    pub in_flight: Option<toolhost_telemetry::metrics::InFlight>,
 }
 
 impl Trace {
-    /// A fresh trace for a call.
+    /// A fresh trace for a call; its span (while export is on) is the child
+    /// of the caller's `traceparent`.
     pub fn for_call(call: &super::Call) -> Trace {
         Trace {
             decision: "unknown",
             idempotency_key: call.idempotency_key.clone(),
             input_for_key: call.idempotency_key.as_ref().map(|_| call.input.clone()),
             context: call.context.clone(),
+            otel: toolhost_telemetry::trace::CallSpan::start(call.trace_parent.as_ref()),
+            in_flight: toolhost_telemetry::metrics::call_started(),
             ..Trace::default()
+        }
+    }
+
+    /// A stage the call passed, as an event on its span (nothing while
+    /// export is off).
+    #[inline]
+    pub fn stage(&mut self, name: &'static str) {
+        if let Some(span) = self.otel.as_mut() {
+            span.stage(name);
+        }
+    }
+
+    /// The trace context the call passes on to what it reaches: its own
+    /// span's while export is on, else the caller's as given.
+    pub fn outgoing(
+        &self,
+        caller: Option<toolhost_telemetry::trace::TraceParent>,
+    ) -> Option<toolhost_telemetry::trace::TraceParent> {
+        match &self.otel {
+            Some(span) => Some(span.traceparent()),
+            None => caller,
         }
     }
 }
@@ -237,5 +265,40 @@ pub fn finish(
         }
     }
     drop(_entered);
+    observe(pending, &result);
     result
+}
+
+/// The call's metrics and the end of its span (each a branch while off).
+fn observe(pending: Pending, result: &ToolResult) {
+    let Pending {
+        id,
+        name,
+        mut trace,
+        started,
+        ..
+    } = pending;
+    let elapsed = started.elapsed();
+    let span = trace.otel.take();
+    drop(trace.in_flight.take());
+    let tool = trace.tool.as_ref().map(|t| t.name());
+    let status = result.status.as_str();
+    toolhost_telemetry::metrics::call_finished(
+        tool.unwrap_or(toolhost_telemetry::metrics::UNRESOLVED),
+        status,
+        elapsed,
+    );
+    if let Some(mut span) = span {
+        span.stage("record");
+        span.finish(toolhost_telemetry::trace::Finished {
+            tool,
+            name: &name,
+            principal: &trace.principal,
+            status,
+            decision: trace.decision,
+            code: result.error.as_ref().map(|e| e.code.as_str()),
+            call_id: &id,
+            duration: elapsed,
+        });
+    }
 }

@@ -19,6 +19,7 @@ pub mod schema;
 pub mod state_config;
 pub mod state_dir;
 pub mod tasks;
+pub mod telemetry;
 pub mod trust;
 pub mod version_pin;
 
@@ -463,6 +464,12 @@ impl Plan {
             file: file.to_path_buf(),
             error,
         })?;
+        if let Some(unknown) = host.metrics.principals.iter().find(|p| !governance.knows(p)) {
+            return Err(invalid(format!(
+                "host.metrics.principals: '{unknown}' is neither a [[principals]] entry nor [host] principal ('{}')",
+                governance.host_principal
+            )));
+        }
         let limits = crate::governance::limits::parse(&raw.limits).map_err(|error| PlanError::Limits {
             file: file.to_path_buf(),
             error,

@@ -126,6 +126,12 @@ pub struct HostSection {
     /// `[host.oauth]`: `serve --http` also accepts access tokens (JWTs)
     /// from this issuer, mapped to `[[principals]]` by their `claims`.
     pub oauth: Option<crate::plan::oauth::OAuthSection>,
+    /// `[host.telemetry]`: a span per call, exported over OTLP.
+    #[serde(default)]
+    pub telemetry: crate::plan::telemetry::TelemetrySection,
+    /// `[host.metrics]`: who may read `/metrics` on `serve --http`.
+    #[serde(default)]
+    pub metrics: crate::plan::telemetry::MetricsSection,
 }
 
 /// `[host] tool_discovery`.
@@ -186,6 +192,8 @@ impl Default for HostSection {
             output_store_secs: default_output_store_secs(),
             tasks: Default::default(),
             oauth: None,
+            telemetry: Default::default(),
+            metrics: Default::default(),
         }
     }
 }

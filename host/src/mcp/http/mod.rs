@@ -14,6 +14,7 @@
 //! for Nagle's delayed ACK, 10–60× slower than stdio).
 
 mod accept;
+mod metrics;
 pub mod owners;
 mod priming;
 pub mod sessions;
@@ -172,6 +173,8 @@ struct Routing {
     owners: Arc<Owners>,
     /// Authenticated connections (`max_connections`).
     connections: Connections,
+    /// Who may read `/metrics` (`[host.metrics]`).
+    metrics: metrics::Access,
     /// Refusals are logged at most once per window (a flood must not flood
     /// the log as well).
     refusals: std::sync::Mutex<accept::RateLimitedLog>,
@@ -228,6 +231,7 @@ pub async fn serve(
     };
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance).with_oauth(oauth);
     let owners = Arc::new(Owners::new(options.sessions_per_principal));
+    let pipeline_metrics = pipeline.host().plan.host.metrics.clone();
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
@@ -240,6 +244,7 @@ pub async fn serve(
         body_timeout: options.body_timeout,
         owners: owners.clone(),
         connections: Connections::new(options.max_connections),
+        metrics: metrics::Access::new(&pipeline_metrics),
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         evictions: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
@@ -372,6 +377,9 @@ async fn route(routing: &Routing, standing: &Standing, mut request: Request<Inco
             return metadata;
         }
     }
+    if request.uri().path() == metrics::PATH && routing.metrics.public() {
+        return metrics::answer(&routing.manager).await;
+    }
     let principal = match routing.gate.authenticate(request.headers()).await {
         Ok(principal) => principal,
         Err(refusal) => {
@@ -384,6 +392,9 @@ async fn route(routing: &Routing, standing: &Standing, mut request: Request<Inco
     }
     request.extensions_mut().insert(principal.clone());
     let path = request.uri().path();
+    if path == metrics::PATH {
+        return routing.metrics.answer_for(&principal, &routing.manager).await;
+    }
     if path != ENDPOINT && path != "/" {
         return auth::refusal(
             StatusCode::NOT_FOUND,

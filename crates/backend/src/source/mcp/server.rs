@@ -584,6 +584,7 @@ impl Server {
             || {
                 let conn = self.open()?;
                 tracing::info!(server = %self.label, "reconnected to the MCP server");
+                toolhost_telemetry::metrics::server_restarted(&self.label);
                 Ok::<_, SourceError>(conn)
             },
             stop,
@@ -617,9 +618,11 @@ impl Server {
         let (cancel_tx, mut cancel_rx) = tokio::sync::oneshot::channel::<()>();
         let (peer, routes, name) = (conn.peer.clone(), self.routes.clone(), tool.to_string());
         let (policy, asker) = (self.source.elicitation, ctx.ask.clone());
+        let trace = (request.traceparent, request.tracestate);
         let spawned = runtime::handle().map(|h| {
             h.spawn(async move {
                 let mut params = CallToolRequestParams::new(name).with_arguments(arguments);
+                params.meta = trace_meta(trace);
                 // A 2026-07-28 server may answer input_required: the caller
                 // answers, and the call is sent again with the answers.
                 for round in 1..=MAX_INPUT_ROUNDS {
@@ -810,4 +813,18 @@ fn passed_env(name: &std::ffi::OsStr) -> bool {
         return false;
     };
     matches!(name, "PATH" | "HOME" | "USER" | "LANG" | "TMPDIR" | "TERM") || name.starts_with("LC_")
+}
+
+/// The call's W3C trace context as request `_meta` (`traceparent`,
+/// `tracestate`), so the server's own spans continue the caller's trace.
+fn trace_meta(
+    (traceparent, tracestate): (Option<String>, Option<String>),
+) -> Option<rmcp::model::RequestMetaObject> {
+    let traceparent = traceparent?;
+    let mut meta = serde_json::Map::new();
+    meta.insert("traceparent".into(), Value::String(traceparent));
+    if let Some(state) = tracestate {
+        meta.insert("tracestate".into(), Value::String(state));
+    }
+    Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(meta)))
 }
