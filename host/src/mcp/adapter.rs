@@ -173,6 +173,9 @@ impl Runner<'_> {
             session_id: call_session(session, principal.as_deref()),
             principal,
             toolset: http_toolset(context),
+            // An input-required client is asked by the call's answer; any
+            // other client that cannot be asked may wait for the page.
+            operator_may_answer: asking.is_none(),
             ..from_request(request.name.into_owned(), request.arguments, &context.meta)
         };
         // Boxed: the pipeline's future is large, and rmcp moves the handler's

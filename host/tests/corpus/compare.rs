@@ -96,7 +96,11 @@ fn sane(case: &Case, observed: &Value) -> Result<(), String> {
             let (limit, after) = (&details["limit_ms"], &details["after_ms"]);
             match (limit.as_u64(), after.as_u64()) {
                 (Some(limit), Some(after)) if after >= limit => {}
-                _ => return Err(format!("a timeout fired at {after} ms, before its limit {limit} ms")),
+                _ => {
+                    return Err(format!(
+                        "a timeout fired at {after} ms, before its limit {limit} ms"
+                    ))
+                }
             }
         }
     }

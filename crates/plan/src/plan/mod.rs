@@ -18,6 +18,7 @@ pub mod schema;
 pub mod state_config;
 pub mod state_dir;
 pub mod trust;
+pub mod ui;
 pub mod version_pin;
 
 use std::path::{Path, PathBuf};
@@ -423,6 +424,11 @@ impl Plan {
         }
         if host.max_output_bytes < 1024 {
             return Err(invalid("host.max_output_bytes must be at least 1024".into()));
+        }
+        if host.ui.max_sessions == 0 || host.ui.session_secs < 60 {
+            return Err(invalid(
+                "host.ui: max_sessions must be at least 1 and session_secs at least 60".into(),
+            ));
         }
 
         for pattern in &host.always_on {

@@ -120,6 +120,9 @@ pub struct HostSection {
     /// Seconds an over-limit result stays readable.
     #[serde(default = "default_output_store_secs")]
     pub output_store_secs: u64,
+    /// `[host.ui]`: the operator page of `serve --http` (off without operators).
+    #[serde(default)]
+    pub ui: crate::plan::ui::UiSection,
 }
 
 /// `[host] tool_discovery`.
@@ -178,6 +181,7 @@ impl Default for HostSection {
             always_on: Vec::new(),
             output_store_bytes: default_output_store_bytes(),
             output_store_secs: default_output_store_secs(),
+            ui: Default::default(),
         }
     }
 }
@@ -367,6 +371,10 @@ pub struct ToolRule {
     pub effect: Option<Effect>,
     /// Semver requirement the tool's version must meet (issue #16).
     pub version: Option<String>,
+    /// Who may approve its `ask`: `"any"` or `"another_principal"`
+    /// (separation of duties: an operator on the page, not the caller).
+    #[serde(default)]
+    pub approval: crate::plan::ui::ApprovalRule,
 }
 
 // Long calls: `[policy.tools.NAME] timeout_secs` / `max_duration_secs`.

@@ -173,6 +173,8 @@ struct Routing {
     /// without it two `initialize` calls racing for the last place both
     /// saw room and the server held one session past its cap.
     admission: tokio::sync::Mutex<()>,
+    /// The operator page (`/ui/`), when the plan names operators.
+    ui: Option<crate::ui::Ui>,
 }
 
 /// Serves until `shutdown` fires. Errors are for the user (bad address, no
@@ -210,6 +212,10 @@ pub async fn serve(
     let calls = SessionCalls::for_host(pipeline.host().clone());
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
     let owners = Arc::new(Owners::new(options.sessions_per_principal));
+    // The page's cookie is always `Secure`: Chromium keeps such cookies
+    // from http://127.0.0.1 and http://localhost (potentially trustworthy
+    // origins); beyond loopback the page needs HTTPS in front of it.
+    let ui = crate::ui::Ui::new(pipeline.clone(), true);
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
@@ -224,6 +230,7 @@ pub async fn serve(
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         evictions: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
+        ui,
     });
     let sweeper = tokio::spawn(sessions::sweep(
         calls,
@@ -348,6 +355,25 @@ impl Standing {
 /// Token first, then the connection cap, the endpoint, the session's owner,
 /// the session cap, and rmcp; everything else is 404.
 async fn route(routing: &Routing, standing: &Standing, mut request: Request<Incoming>) -> Response<Body> {
+    // The operator page signs in with a form and a session cookie, not a
+    // bearer header (see crate::ui); a signed-in browser's connection counts
+    // as authenticated.
+    if let Some(ui) = routing
+        .ui
+        .as_ref()
+        .filter(|_| crate::ui::is_page(request.uri().path()))
+    {
+        if ui.signed_in(request.headers()) && !standing.authenticate(&routing.connections) {
+            return routing.connections.refusal();
+        }
+        let identify = |token: &str| {
+            let mut headers = hyper::HeaderMap::new();
+            let value = hyper::header::HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+            headers.insert(hyper::header::AUTHORIZATION, value);
+            routing.gate.identify(&headers).map(|p| p.0)
+        };
+        return ui.handle(request, identify).await;
+    }
     let principal = match routing.gate.identify(request.headers()) {
         Some(principal) => principal,
         None => {
