@@ -111,7 +111,7 @@ async function mcpClient(server, who) {
 async function until(page, predicate, what) {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    await page.goto(page.url().split("?")[0].endsWith("/ui/") ? page.url() : page.url());
+    await page.goto(page.url());
     if (await predicate(page)) return;
     assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
@@ -173,6 +173,16 @@ test("the operator page in Chromium", { timeout: 180_000 }, async () => {
     assert.deepEqual([cookie.httpOnly, cookie.secure, cookie.sameSite, cookie.path], [true, true, "Strict", "/ui/"]);
     assert.ok(cookie.expires > Date.now() / 1000, "the cookie has a bounded lifetime");
     await shot(alice.page, "03-signed-in");
+    // Chromium keeps the Secure cookie on http://localhost too (a
+    // potentially trustworthy origin), so the page works there as well.
+    const local = await browser.newContext();
+    const localPage = await local.newPage();
+    await localPage.goto(`${server.origin.replace("127.0.0.1", "localhost")}/ui/login`);
+    await localPage.fill("#token", TOKENS.bob);
+    await Promise.all([localPage.waitForNavigation(), localPage.click("#sign-in")]);
+    assert.equal(await localPage.textContent("#me"), "bob");
+    assert.equal((await local.cookies())[0].secure, true);
+    await local.close();
 
     // A call in flight is listed with its tool and principal.
     const carol = await mcpClient(server, "carol");
