@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
+import subprocess
+from pathlib import Path
 
 import httpx2
 import pytest
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
-from harness import plan, toolhost_meta
+from harness import BIN, plan, server_env, toolhost_meta
 from test_http_abuse import start
 
 pytestmark = pytest.mark.anyio
@@ -154,8 +157,43 @@ async def test_an_approval_waits_for_the_client_or_the_page(workspace, first):
 
 
 def server_audit(server) -> list[dict]:
-    import json
-    from pathlib import Path
-
     path = Path(server.log.name).parent / "audit.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+SEPARATED = '[policy.tools.echo]\ndecision = "ask"\napproval = "another_principal"\n\n'
+
+
+async def test_a_separated_tool_is_not_approved_by_its_caller(workspace):
+    """`approval = "another_principal"` with no page served: the caller's own
+    client is never asked, `--yes` does not count, and the answer says who
+    must approve."""
+    ws = workspace(ui_plan("[]").replace('[policy.tools.echo]\ndecision = "ask"\n\n', SEPARATED))
+    server = start(ws)
+    asked: list[str] = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    try:
+        headers = {"Authorization": f"Bearer {TOKENS['alice']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http:
+            async with streamable_http_client(server.url, http_client=http) as (read, write):
+                async with ClientSession(read, write, elicitation_callback=elicit) as session:
+                    await session.initialize()
+                    result = await session.call_tool("echo", {"message": "mine"})
+    finally:
+        server.stop()
+    assert asked == [], "the caller's own client was asked"
+    assert toolhost_meta(result)["status"] == "approval_required", result
+    assert "another principal than 'alice'" in result.content[0].text
+    cli = subprocess.run(
+        [str(BIN), "--plan", str(ws.plan), "call", "--yes", "echo", '{"message": "cli"}'],
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+    )
+    assert cli.returncode == 1, cli.stderr
+    assert json.loads(cli.stdout)["status"] == "approval_required"
