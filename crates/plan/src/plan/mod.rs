@@ -453,6 +453,17 @@ impl Plan {
             file: file.to_path_buf(),
             error,
         })?;
+        // A misspelt operator would lock everyone out of the page unseen.
+        let known = |name: &str| {
+            name == governance.host_principal || governance.principals.iter().any(|p| p.name == name)
+        };
+        if let Some(unknown) = host.ui.operators.iter().find(|o| !known(o)) {
+            return Err(invalid(format!(
+                "host.ui.operators names '{unknown}', which is neither a [[principals]] name nor \
+                 [host] principal ('{}')",
+                governance.host_principal
+            )));
+        }
         let limits = crate::governance::limits::parse(&raw.limits).map_err(|error| PlanError::Limits {
             file: file.to_path_buf(),
             error,

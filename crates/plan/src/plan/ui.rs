@@ -64,3 +64,36 @@ pub enum ApprovalRule {
     /// flags do not count.
     AnotherPrincipal,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::plan::Plan;
+
+    #[test]
+    fn operators_and_approval_rules_parse_and_are_checked() {
+        let text = "[host.ui]\noperators = [\"local\", \"alice\"]\n\
+                    [[principals]]\nname = \"alice\"\ntoken_env = \"ALICE_TOKEN\"\n\
+                    [policy.tools.deploy]\napproval = \"another_principal\"\n";
+        let plan = Plan::parse(text, Path::new("p.toml")).expect("plan");
+        assert!(plan.host.ui.enabled() && plan.host.ui.is_operator("alice"));
+        assert_eq!(
+            plan.policy.tools["deploy"].approval,
+            ApprovalRule::AnotherPrincipal
+        );
+        let typo = text.replace("\"alice\"]", "\"alcie\"]");
+        let err = Plan::parse(&typo, Path::new("p.toml")).unwrap_err().to_string();
+        assert!(err.contains("'alcie'"), "{err}");
+        let short = "[host.ui]\noperators = [\"local\"]\nsession_secs = 5\n";
+        assert!(Plan::parse(short, Path::new("p.toml")).is_err());
+        let unknown = "[policy.tools.deploy]\napproval = \"someone\"\n";
+        assert!(Plan::parse(unknown, Path::new("p.toml")).is_err());
+        assert!(!Plan::parse("", Path::new("p.toml"))
+            .expect("empty")
+            .host
+            .ui
+            .enabled());
+    }
+}
