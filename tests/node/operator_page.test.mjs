@@ -11,7 +11,6 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,6 +20,8 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+import { serveHttp } from "./serve_http.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const target = (env, fallback) => {
@@ -70,31 +71,11 @@ ${principals}`,
 }
 
 /** `toolhost serve --http 127.0.0.1:0`; resolves to { origin, mcp, stop }. */
-function serve(dir) {
-  const child = spawn(BIN, ["--plan", join(dir, "plan.toml"), "serve", "--http", "127.0.0.1:0"], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TOOLHOST_MODULE_PATH: MODULES, RUST_LOG: "info", TOOLHOST_TOKEN: randomBytes(16).toString("hex") },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let log = "";
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${log}`)), 20_000);
-    child.stderr.on("data", (chunk) => {
-      log += chunk;
-      const match = log.match(/at (http:\/\/\S+)[ \n]/);
-      if (match && timer) {
-        clearTimeout(timer);
-        const mcp = match[1];
-        resolvePromise({
-          mcp,
-          origin: new URL(mcp).origin,
-          log: () => log,
-          stop: () => new Promise((done) => { child.once("exit", done); child.kill("SIGTERM"); }),
-        });
-      }
-    });
-    child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`the server exited (${code}):\n${log}`)); });
-  });
+async function serve(dir) {
+  const args = ["--plan", join(dir, "plan.toml"), "serve", "--http", "127.0.0.1:0"];
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, TOOLHOST_MODULE_PATH: MODULES, RUST_LOG: "info", TOOLHOST_TOKEN: randomBytes(16).toString("hex") };
+  const server = await serveHttp(BIN, args, { cwd: dir, env });
+  return { ...server, mcp: server.url, origin: new URL(server.url).origin };
 }
 
 /** An MCP client (no elicitation: it cannot answer approvals) for `who`. */
