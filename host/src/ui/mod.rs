@@ -104,7 +104,19 @@ impl Ui {
         if path == "/ui" {
             return redirect("/ui/", None);
         }
-        if method == Method::POST && !same_origin(request.headers()) {
+        let (parts, body) = request.into_parts();
+        // A form is read whole (bounded) before anything is refused: an
+        // unread body would make the server close the connection under
+        // the browser's next request.
+        let form = if method == Method::POST {
+            match read_form(body).await {
+                Ok(form) => form,
+                Err(refused) => return refused,
+            }
+        } else {
+            Vec::new()
+        };
+        if method == Method::POST && !same_origin(&parts.headers) {
             return answer(
                 StatusCode::FORBIDDEN,
                 html::message(
@@ -114,23 +126,19 @@ impl Ui {
                 None,
             );
         }
-        let session = self.session(request.headers());
+        let session = self.session(&parts.headers);
         match (method, path.as_str(), session) {
-            (Method::GET, "/ui/", Some((_, s))) => self.dashboard(&s, request.uri().query()),
+            (Method::GET, "/ui/", Some((_, s))) => self.dashboard(&s, parts.uri.query()),
             (Method::GET, "/ui/", None) => redirect("/ui/login", None),
             (Method::GET, "/ui/login", Some(_)) => redirect("/ui/", None),
             (Method::GET, "/ui/login", None) => answer(StatusCode::OK, html::login(None), None),
-            (Method::POST, "/ui/login", _) => self.sign_in(request, identify).await,
+            (Method::POST, "/ui/login", _) => self.sign_in(&form, identify),
             (Method::POST, _, None) => answer(
                 StatusCode::UNAUTHORIZED,
                 html::message("Signed out", "your page session has ended: sign in again"),
                 None,
             ),
             (Method::POST, path, Some((id, s))) => {
-                let form = match read_form(request).await {
-                    Ok(form) => form,
-                    Err(refused) => return refused,
-                };
                 let csrf = field(&form, "csrf").unwrap_or_default();
                 if !crate::governance::principals::same(csrf.as_bytes(), s.csrf.as_bytes()) {
                     return answer(
@@ -176,16 +184,12 @@ impl Ui {
         answer(StatusCode::OK, page, None)
     }
 
-    async fn sign_in(
+    fn sign_in(
         &self,
-        request: Request<Incoming>,
+        form: &[(String, String)],
         identify: impl Fn(&str) -> Option<String>,
     ) -> Response<Body> {
-        let form = match read_form(request).await {
-            Ok(form) => form,
-            Err(refused) => return refused,
-        };
-        let token = field(&form, "token").unwrap_or_default();
+        let token = field(form, "token").unwrap_or_default();
         let Some(principal) = identify(token.trim()) else {
             tracing::info!("refused an operator page sign-in with an unknown token");
             return answer(
@@ -292,8 +296,8 @@ fn same_origin(headers: &HeaderMap) -> bool {
 }
 
 /// A form body, decoded; a 413 when it is too large.
-async fn read_form(request: Request<Incoming>) -> Result<Vec<(String, String)>, Response<Body>> {
-    let bytes = Limited::new(request.into_body(), MAX_FORM)
+async fn read_form(body: Incoming) -> Result<Vec<(String, String)>, Response<Body>> {
+    let bytes = Limited::new(body, MAX_FORM)
         .collect()
         .await
         .map_err(|e| {
