@@ -5,9 +5,10 @@
 //! Sign-in takes the same bearer tokens as MCP, pasted into a form; the
 //! answer is a session cookie holding a random id that the server maps to
 //! the principal ([`sessions`]), never the token. The cookie is
-//! `HttpOnly`, `SameSite=Strict`, `Path=/ui/`, with a `Max-Age`, and
-//! `Secure` unless the server was told the browser reaches it over plain
-//! HTTP beyond loopback (see [`Ui::new`]). Every state-changing request
+//! `HttpOnly`, `SameSite=Strict`, `Path=/ui/`, with a `Max-Age`, and always
+//! `Secure`: Chromium keeps such cookies from `http://127.0.0.1` and
+//! `http://localhost` (potentially trustworthy origins), and beyond
+//! loopback the page belongs behind HTTPS, where a browser keeps them too. Every state-changing request
 //! (approve, deny, sign-out) must carry the session's CSRF token in a form
 //! field, and a present `Origin` must be the page's own. Everything is
 //! rendered on the server ([`html`]); the page runs no script, and its
@@ -50,7 +51,6 @@ pub struct Ui {
     pipeline: Arc<Pipeline>,
     sessions: Sessions,
     operators: Vec<String>,
-    secure: bool,
 }
 
 /// Whether a request path is the page's.
@@ -60,11 +60,8 @@ pub fn is_page(path: &str) -> bool {
 
 impl Ui {
     /// The page for `pipeline`'s plan, `None` when the plan names no
-    /// operators. `secure`: whether the cookie is marked `Secure` (the
-    /// browser then sends it only over HTTPS, or to a loopback origin,
-    /// which Chromium treats as secure). Approvals are offered to the page
-    /// from now on.
-    pub fn new(pipeline: Arc<Pipeline>, secure: bool) -> Option<Ui> {
+    /// operators. Approvals are offered to the page from now on.
+    pub fn new(pipeline: Arc<Pipeline>) -> Option<Ui> {
         let config = &pipeline.host().plan.host.ui;
         if !config.enabled() {
             return None;
@@ -76,7 +73,6 @@ impl Ui {
             pipeline,
             sessions,
             operators,
-            secure,
         })
     }
 
@@ -263,8 +259,7 @@ impl Ui {
 
     /// The session cookie (`max_age` 0 clears it).
     fn cookie(&self, id: &str, max_age: u64) -> String {
-        let secure = if self.secure { "; Secure" } else { "" };
-        format!("{COOKIE_NAME}={id}; Path=/ui/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}")
+        format!("{COOKIE_NAME}={id}; Path=/ui/; HttpOnly; SameSite=Strict; Max-Age={max_age}; Secure")
     }
 }
 

@@ -212,10 +212,7 @@ pub async fn serve(
     let calls = SessionCalls::for_host(pipeline.host().clone());
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance);
     let owners = Arc::new(Owners::new(options.sessions_per_principal));
-    // The page's cookie is always `Secure`: Chromium keeps such cookies
-    // from http://127.0.0.1 and http://localhost (potentially trustworthy
-    // origins); beyond loopback the page needs HTTPS in front of it.
-    let ui = crate::ui::Ui::new(pipeline.clone(), true);
+    let ui = crate::ui::Ui::new(pipeline.clone());
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
