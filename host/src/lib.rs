@@ -33,3 +33,4 @@ pub mod cli;
 pub mod logging;
 pub mod mcp;
 pub mod term;
+pub mod ui;

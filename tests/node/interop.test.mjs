@@ -9,12 +9,14 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFile } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync, existsSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname, isAbsolute } from "node:path";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
+
+import { serveHttp } from "./serve_http.mjs";
 
 import * as current from "@modelcontextprotocol/sdk/client/index.js";
 import * as currentStdio from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -81,38 +83,11 @@ function env(extra = {}) {
 }
 
 /** `toolhost serve --http 127.0.0.1:0` with a token; resolves to { url, token, stop }. */
-function httpServer(ws) {
+async function httpServer(ws) {
   const token = randomBytes(16).toString("hex");
-  const child = spawn(BIN, ["--plan", ws.plan, "serve", "--http", "127.0.0.1:0"], {
-    cwd: ws.dir,
-    env: env({ TOOLHOST_TOKEN: token }),
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  return new Promise((resolvePromise, reject) => {
-    let log = "";
-    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${log}`)), 20_000);
-    child.stderr.on("data", (chunk) => {
-      log += chunk;
-      // Only a whole line: a chunk may end in the middle of the address.
-      const match = log.match(/at (http:\/\/\S+)[ \n]/);
-      if (match) {
-        clearTimeout(timer);
-        resolvePromise({
-          url: match[1],
-          token,
-          stop: () =>
-            new Promise((done) => {
-              child.once("exit", done);
-              child.kill("SIGTERM");
-            }),
-        });
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the server exited (${code}):\n${log}`));
-    });
-  });
+  const args = ["--plan", ws.plan, "serve", "--http", "127.0.0.1:0"];
+  const server = await serveHttp(BIN, args, { cwd: ws.dir, env: env({ TOOLHOST_TOKEN: token }) });
+  return { ...server, token };
 }
 
 async function exercise(client) {

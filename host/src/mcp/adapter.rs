@@ -184,6 +184,9 @@ impl Runner<'_> {
             state_owner: session.is_none().then(|| principal.clone()).flatten(),
             principal,
             toolset: http_toolset(context),
+            // An input-required client is asked by the call's answer; any
+            // other client that cannot be asked may wait for the page.
+            operator_may_answer: asking.is_none(),
             ..from_request(request.name.into_owned(), request.arguments, &context.meta)
         };
         if let (true, Some(tasks)) = (as_task, self.tasks) {

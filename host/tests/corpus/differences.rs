@@ -179,9 +179,13 @@ pub const DIFFERENCES: &[Difference] = &[
         cases: &["approval_approved"],
         doors: MCP,
         backends: &[],
-        changes: &[("/audit/0/approved_by", Is(r#""approver""#))],
+        changes: &[
+            ("/audit/0/approved_by", Is(r#""approver""#)),
+            ("/audit/0/approver", Is(r#""local""#)),
+        ],
         kind: Kind::ByDesign,
-        reason: "over MCP the client's user approves (elicitation); the CLI approves by flag",
+        reason: "over MCP the client's user approves (elicitation), recorded as the caller's \
+                 principal; the CLI approves by flag, which names no approver",
     },
     Difference {
         cases: &["approval_declined"],

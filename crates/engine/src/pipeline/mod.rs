@@ -31,12 +31,14 @@
 pub use crate::audit;
 pub use crate::audit::{file as audit_file, verify as audit_verify};
 pub use crate::state::audit_sink;
+pub mod approvals;
 mod batch;
 pub use crate::deadline;
 pub mod execute;
 pub mod handoff;
 pub mod hooks;
 pub mod idempotency;
+pub mod in_flight;
 mod inline;
 mod lent_state;
 pub mod policy;
@@ -111,6 +113,12 @@ pub struct Call {
     /// The caller's W3C trace context (MCP `_meta.traceparent`): the call's
     /// span is its child, and mounted servers continue the trace.
     pub trace_parent: Option<toolhost_telemetry::trace::TraceParent>,
+    /// Whether, with no `approver`, the call may wait for an operator's
+    /// answer on the operator page (when served) instead of answering
+    /// `approval_required` at once: true for an MCP client that cannot be
+    /// asked, false where `approval_required` is itself the question (an
+    /// input-required client) or nobody serves the page (CLI).
+    pub operator_may_answer: bool,
 }
 
 /// What an approver is asked.
@@ -183,6 +191,10 @@ pub struct Pipeline {
     surface: crate::surface::Surface,
     /// The toolset every call and listing is limited to (`serve --toolset`).
     toolset: Option<String>,
+    /// Approvals waiting for the operator page.
+    approvals: Arc<approvals::Approvals>,
+    /// The calls running now (the operator page lists them).
+    in_flight: Arc<in_flight::InFlight>,
 }
 
 /// Starts span export for this process when the plan or the environment
@@ -225,6 +237,8 @@ impl Pipeline {
             lender: Default::default(),
             working_dir,
             engine: execute::Engine::new(shutdown),
+            approvals: Default::default(),
+            in_flight: Default::default(),
         };
         install_telemetry(&pipeline.host.plan.host.telemetry);
         // A fleet store starts connecting (and migrating) at mount.
@@ -307,6 +321,16 @@ impl Pipeline {
         &self.host
     }
 
+    /// Approvals waiting for the operator page.
+    pub fn approvals(&self) -> &approvals::Approvals {
+        &self.approvals
+    }
+
+    /// The calls running now.
+    pub fn in_flight(&self) -> Vec<in_flight::Running> {
+        self.in_flight.list()
+    }
+
     fn new_id(&self) -> String {
         format!("call-{}", self.next_id.fetch_add(1, Ordering::Relaxed))
     }
@@ -337,6 +361,10 @@ impl Pipeline {
             .clone()
             .unwrap_or_else(|| self.host.plan.governance.host_principal.clone());
         pending.trace.policy_version = self.host.plan.policy.version.clone();
+        pending.listed = Some(
+            self.in_flight
+                .enter(&pending.id, &call.name, &pending.trace.principal),
+        );
         pending
     }
 
@@ -436,24 +464,25 @@ impl Pipeline {
         trace.decision = "deprecated";
         trace.deprecation = crate::governance::deprecation::check(&tool, id)?;
         trace.decision = "deny";
-        let verdict = policy::check(
-            &self.host.plan,
-            &self.counts,
-            &self.pre_approved,
-            call.approver.as_ref(),
-            &tool,
-            id,
-            &call.input,
-        )
-        .await
-        .inspect_err(|r| {
-            if r.status == Status::ApprovalRequired {
-                trace.decision = "approval_required";
-            }
-        })?;
+        let asking = policy::Asking {
+            pre: &self.pre_approved,
+            approver: call.approver.as_ref(),
+            page: &self.approvals,
+            operator_may_answer: call.operator_may_answer,
+            principal: &trace.principal,
+            cancel: call.cancel.as_ref(),
+        };
+        let verdict = policy::check(&self.host.plan, &self.counts, asking, &tool, id, &call.input)
+            .await
+            .inspect_err(|r| {
+                if r.status == Status::ApprovalRequired {
+                    trace.decision = "approval_required";
+                }
+            })?;
         trace.decision = verdict.as_str();
-        if let policy::Verdict::Approved(by) = verdict {
+        if let policy::Verdict::Approved(by, approver) = verdict {
             trace.approved_by = Some(by);
+            trace.approver = approver;
         }
         trace.stage("policy");
         // Idempotency: claim the key, or wait for and replay its result.

@@ -29,6 +29,8 @@ pub struct Pending {
     /// The span every stage runs in.
     pub span: Span,
     started: std::time::Instant,
+    /// Keeps the call on the operator page's list until it is recorded.
+    pub listed: Option<super::in_flight::Listed>,
 }
 
 impl Pending {
@@ -45,6 +47,7 @@ impl Pending {
             },
             trace: Trace::for_call(call),
             started: std::time::Instant::now(),
+            listed: None,
         }
     }
 }
@@ -56,8 +59,11 @@ pub struct Trace {
     pub tool: Option<std::sync::Arc<MountedTool>>,
     /// How policy let it through or why it stopped.
     pub decision: &'static str,
-    /// Who approved an `ask`.
+    /// How an `ask` was approved.
     pub approved_by: Option<&'static str>,
+    /// The principal who approved it (the caller's own client, or an
+    /// operator on the page).
+    pub approver: Option<String>,
     /// The idempotency key.
     pub idempotency_key: Option<String>,
     /// Replayed from the idempotency store.
@@ -181,6 +187,7 @@ fn record_of<'a>(
         effect: tool.map(|t| t.spec.effect.as_str()),
         decision: trace.decision,
         approved_by: trace.approved_by,
+        approver: trace.approver.as_deref(),
         principal: &trace.principal,
         grant: trace.grant.as_deref(),
         policy_version: trace.policy_version.as_deref(),

@@ -21,6 +21,7 @@ pub mod state_dir;
 pub mod tasks;
 pub mod telemetry;
 pub mod trust;
+pub mod ui;
 pub mod version_pin;
 
 use std::path::{Path, PathBuf};
@@ -441,6 +442,11 @@ impl Plan {
         if host.max_output_bytes < 1024 {
             return Err(invalid("host.max_output_bytes must be at least 1024".into()));
         }
+        if host.ui.max_sessions == 0 || host.ui.session_secs < 60 {
+            return Err(invalid(
+                "host.ui: max_sessions must be at least 1 and session_secs at least 60".into(),
+            ));
+        }
 
         for pattern in &host.always_on {
             if let Err(e) = globset::Glob::new(pattern) {
@@ -467,6 +473,14 @@ impl Plan {
         if let Some(unknown) = host.metrics.principals.iter().find(|p| !governance.knows(p)) {
             return Err(invalid(format!(
                 "host.metrics.principals: '{unknown}' is neither a [[principals]] entry nor [host] principal ('{}')",
+                governance.host_principal
+            )));
+        }
+        // A misspelt operator would lock everyone out of the page unseen.
+        if let Some(unknown) = host.ui.operators.iter().find(|o| !governance.knows(o)) {
+            return Err(invalid(format!(
+                "host.ui.operators names '{unknown}', which is neither a [[principals]] name nor \
+                 [host] principal ('{}')",
                 governance.host_principal
             )));
         }

@@ -132,6 +132,9 @@ pub struct HostSection {
     /// `[host.metrics]`: who may read `/metrics` on `serve --http`.
     #[serde(default)]
     pub metrics: crate::plan::telemetry::MetricsSection,
+    /// `[host.ui]`: the operator page of `serve --http` (off without operators).
+    #[serde(default)]
+    pub ui: crate::plan::ui::UiSection,
 }
 
 /// `[host] tool_discovery`.
@@ -194,6 +197,7 @@ impl Default for HostSection {
             oauth: None,
             telemetry: Default::default(),
             metrics: Default::default(),
+            ui: Default::default(),
         }
     }
 }
@@ -387,6 +391,10 @@ pub struct ToolRule {
     /// `"allowed"`, `"required"` or `"forbidden"` (default: what the tool's
     /// spec says; `bash` allows them, other tools forbid them).
     pub task: Option<toolhost_core::TaskSupport>,
+    /// Who may approve its `ask`: `"any"` or `"another_principal"`
+    /// (separation of duties: an operator on the page, not the caller).
+    #[serde(default)]
+    pub approval: crate::plan::ui::ApprovalRule,
 }
 
 // Long calls: `[policy.tools.NAME] timeout_secs` / `max_duration_secs`.

@@ -84,9 +84,13 @@ pub struct AuditRecord<'a> {
     /// allow, approved, deny, approval_required, hook_denied, invalid,
     /// unknown, grant_denied, audit_failed.
     pub decision: &'a str,
-    /// Who approved an `ask` (flag, approver).
+    /// How an `ask` was approved (flag, approver, operator_page).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approved_by: Option<&'a str>,
+    /// The principal who approved it: the caller's own (its client
+    /// answered) or the operator's who answered on the page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approver: Option<&'a str>,
     /// Who the call ran for.
     pub principal: &'a str,
     /// The grant that let it through (`grants[N]` or its name), when the

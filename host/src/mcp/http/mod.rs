@@ -184,6 +184,8 @@ struct Routing {
     /// without it two `initialize` calls racing for the last place both
     /// saw room and the server held one session past its cap.
     admission: tokio::sync::Mutex<()>,
+    /// The operator page (`/ui/`), when the plan names operators.
+    ui: Option<crate::ui::Ui>,
 }
 
 /// Serves until `shutdown` fires. Errors are for the user (bad address, no
@@ -232,6 +234,7 @@ pub async fn serve(
     let gate = auth::Gate::new(token.clone(), &pipeline.host().plan.governance).with_oauth(oauth);
     let owners = Arc::new(Owners::new(options.sessions_per_principal));
     let pipeline_metrics = pipeline.host().plan.host.metrics.clone();
+    let ui = crate::ui::Ui::new(pipeline.clone());
     let server = ToolhostServer::new(pipeline, shutdown.clone()).with_session_calls(calls.clone());
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
     let routing = Arc::new(Routing {
@@ -248,6 +251,7 @@ pub async fn serve(
         refusals: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         evictions: std::sync::Mutex::new(accept::RateLimitedLog::new(Duration::from_secs(5))),
         admission: tokio::sync::Mutex::new(()),
+        ui,
     });
     let sweeper = tokio::spawn(sessions::sweep(
         calls,
@@ -372,6 +376,25 @@ impl Standing {
 /// Token first, then the connection cap, the endpoint, the session's owner,
 /// the session cap, and rmcp; everything else is 404.
 async fn route(routing: &Routing, standing: &Standing, mut request: Request<Incoming>) -> Response<Body> {
+    // The operator page signs in with a form and a session cookie, not a
+    // bearer header (see crate::ui); a signed-in browser's connection counts
+    // as authenticated.
+    if let Some(ui) = routing
+        .ui
+        .as_ref()
+        .filter(|_| crate::ui::is_page(request.uri().path()))
+    {
+        if ui.signed_in(request.headers()) && !standing.authenticate(&routing.connections) {
+            return routing.connections.refusal();
+        }
+        let identify = |token: &str| {
+            let mut headers = hyper::HeaderMap::new();
+            let value = hyper::header::HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+            headers.insert(hyper::header::AUTHORIZATION, value);
+            routing.gate.identify(&headers).map(|p| p.0)
+        };
+        return ui.handle(request, identify).await;
+    }
     if request.method() == Method::GET {
         if let Some(metadata) = routing.gate.metadata(request.uri().path()) {
             return metadata;
