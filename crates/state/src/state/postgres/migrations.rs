@@ -17,7 +17,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "idempotency", include_str!("migrations/0001_idempotency.sql")),
     (2, "audit", include_str!("migrations/0002_audit.sql")),
     (3, "tasks", include_str!("migrations/0003_tasks.sql")),
-    (4, "principal_kv", include_str!("migrations/0004_principal_kv.sql")),
+    (
+        4,
+        "principal_kv",
+        include_str!("migrations/0004_principal_kv.sql"),
+    ),
 ];
 
 /// Applies the migrations not yet applied. `client` must be a connection of

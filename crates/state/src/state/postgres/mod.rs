@@ -10,8 +10,8 @@
 pub mod audit;
 mod idempotency;
 pub mod migrations;
-pub mod tasks;
 pub mod principal_kv;
+pub mod tasks;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
