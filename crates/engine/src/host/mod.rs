@@ -284,8 +284,12 @@ impl Host {
         let builtin = crate::alias::builtin()
             .iter()
             .filter(|p| !plan_names.contains(p.name.as_str()))
-            .map(|def| (def, true));
-        let planned = self.plan.alias_profiles.iter().map(|def| (def, false));
+            .map(|def| (def.clone(), true));
+        let planned = self
+            .plan
+            .alias_profiles
+            .iter()
+            .map(|def| (Arc::new(def.clone()), false));
         let mut registry = self.registry.write().map_err(|_| AliasError::Poisoned)?;
         let colliding = &self.plan.host.colliding_families;
         for (def, built_in) in builtin.chain(planned) {

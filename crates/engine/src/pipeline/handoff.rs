@@ -71,14 +71,7 @@ pub struct Handoff {
 
 impl Default for Handoff {
     fn default() -> Self {
-        // With a single CPU to run on, a spinning thread only delays the
-        // one it waits for: never spin then.
-        let single_cpu = std::thread::available_parallelism().map_or(true, |n| n.get() < 2);
-        let never = if single_cpu {
-            u64::MAX / 2
-        } else {
-            10 * HOT_SPIN.as_nanos() as u64
-        };
+        let never = 10 * HOT_SPIN.as_nanos() as u64;
         Handoff {
             slot: HotSlot::default(),
             started: Instant::now(),
@@ -139,6 +132,9 @@ impl Handoff {
     /// After a job: spin for the next one while calls come in bursts, then
     /// give the thread back. Only one thread is hot at a time.
     fn stay_hot(&self) {
+        if single_cpu() {
+            return;
+        }
         loop {
             if self.gap_ns.load(Ordering::Relaxed) >= HOT_SPIN.as_nanos() as u64 || !self.slot.become_hot() {
                 return;
@@ -175,6 +171,15 @@ impl Handoff {
         average(&self.busy_ns, took.as_nanos() as u64);
         self.last_end.store(self.now_ns().max(1), Ordering::Relaxed);
     }
+}
+
+/// With a single CPU to run on, a spinning thread only delays the one it
+/// waits for: never spin then. Asked after the first job, not when the
+/// pipeline is made: the answer reads cgroup files, which `toolhost serve`
+/// would otherwise pay before answering `initialize`.
+fn single_cpu() -> bool {
+    static SINGLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SINGLE.get_or_init(|| std::thread::available_parallelism().map_or(true, |n| n.get() < 2))
 }
 
 /// Folds `sample` into a moving average (weight 1/8); races only blur it.

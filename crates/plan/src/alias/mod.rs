@@ -17,7 +17,7 @@
 mod mapping;
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -138,8 +138,10 @@ pub enum RuleConflict {
 /// A checked profile with its schema compiled on first use.
 #[derive(Debug)]
 pub struct Profile {
-    /// Its definition.
-    pub def: ProfileDef,
+    /// Its definition, shared: a built-in one stays in [`builtin`]'s table
+    /// (copying the families' schemas at every start cost more than
+    /// parsing them).
+    pub def: Arc<ProfileDef>,
     validator: OnceLock<Result<jsonschema::Validator, ProfileError>>,
 }
 
@@ -147,7 +149,7 @@ impl Profile {
     /// Checks a definition: an object schema, rules only for parameters
     /// the schema has, and a schema that compiles (compiled here, so a
     /// plan's broken profile fails the load and `toolhost check`).
-    pub fn new(def: ProfileDef) -> Result<Profile, ProfileError> {
+    pub fn new(def: impl Into<Arc<ProfileDef>>) -> Result<Profile, ProfileError> {
         let profile = Profile::checked(def)?;
         let compiled = compile(&profile.def)?;
         let _ = profile.validator.set(Ok(compiled));
@@ -161,12 +163,13 @@ impl Profile {
     /// before answering `initialize` (~0.6 ms; perf profile of 10 starts),
     /// mostly for profiles no client calls; that they compile is checked
     /// by a unit test instead.
-    pub fn builtin(def: ProfileDef) -> Result<Profile, ProfileError> {
+    pub fn builtin(def: Arc<ProfileDef>) -> Result<Profile, ProfileError> {
         Profile::checked(def)
     }
 
     /// The structural checks of a definition, its schema not compiled.
-    fn checked(def: ProfileDef) -> Result<Profile, ProfileError> {
+    fn checked(def: impl Into<Arc<ProfileDef>>) -> Result<Profile, ProfileError> {
+        let def = def.into();
         let props = def
             .schema
             .get("properties")
@@ -241,8 +244,8 @@ impl Profile {
 }
 
 /// The built-in families (Claude Code, Amp), from `families.json`.
-pub fn builtin() -> &'static [ProfileDef] {
-    static BUILTIN: OnceLock<Vec<ProfileDef>> = OnceLock::new();
+pub fn builtin() -> &'static [Arc<ProfileDef>] {
+    static BUILTIN: OnceLock<Vec<Arc<ProfileDef>>> = OnceLock::new();
     BUILTIN.get_or_init(|| {
         #[derive(Deserialize)]
         struct File {
@@ -251,7 +254,7 @@ pub fn builtin() -> &'static [ProfileDef] {
         // The file is part of the binary and checked by a unit test; a
         // broken edit fails that test, not a user's call.
         serde_json::from_str::<File>(include_str!("families.json"))
-            .map(|f| f.profiles)
+            .map(|f| f.profiles.into_iter().map(Arc::new).collect())
             .unwrap_or_else(|e| {
                 tracing::error!("the built-in alias profiles do not parse: {e}");
                 Vec::new()
@@ -278,6 +281,10 @@ mod tests {
         assert_eq!(builtin().len(), count, "every profile deserializes");
         for def in builtin() {
             Profile::new(def.clone()).unwrap_or_else(|e| panic!("{e}"));
+            assert!(Arc::ptr_eq(
+                &Profile::builtin(def.clone()).expect("checked").def,
+                def
+            ));
         }
     }
 
