@@ -135,10 +135,18 @@ async fn keyed(client: &Client, key: &str) -> Outcome {
     meta.0.insert("idempotency_key".into(), json!(key));
     let mut params = CallToolRequestParams::new("bash").with_arguments(args);
     params.meta = Some(RequestMetaObject(meta));
-    let result = client
-        .call_tool(params)
-        .await
-        .unwrap_or_else(|e| panic!("tools/call failed at the protocol level (did a host die?): {e}"));
+    // A call that never answers fails the test (its callers print the
+    // hosts' logs) instead of hanging it.
+    let Ok(answered) = tokio::time::timeout(Duration::from_secs(90), client.call_tool(params)).await else {
+        return Outcome {
+            ok: false,
+            code: Some("no answer within 90 s".into()),
+            retryable: false,
+            stdout: String::new(),
+        };
+    };
+    let result =
+        answered.unwrap_or_else(|e| panic!("tools/call failed at the protocol level (did a host die?): {e}"));
     let info = result
         .meta
         .as_ref()

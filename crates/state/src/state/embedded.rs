@@ -59,52 +59,19 @@ impl Store {
     /// Opens or creates the store in `state_dir`, creates its schema and
     /// drops expired records.
     pub fn open(state_dir: &Path) -> Result<Store, StateError> {
-        std::fs::create_dir_all(state_dir).map_err(|e| {
-            StateError::Unavailable(format!(
-                "cannot create the state folder {}: {e}",
-                state_dir.display()
-            ))
-        })?;
-        let path = state_dir.join("idempotency.sqlite3");
-        let context = |e: rusqlite::Error| {
-            StateError::Unavailable(format!(
-                "cannot open the idempotency store {}: {e}",
-                path.display()
-            ))
+        let schema = Schema {
+            file: "idempotency.sqlite3",
+            what: "idempotency store",
+            sql: SCHEMA,
+            version: SCHEMA_VERSION,
         };
-        let mut conn = Connection::open(&path).map_err(context)?;
-        // Waits for another process's transaction instead of failing.
-        conn.busy_timeout(Duration::from_secs(10)).map_err(context)?;
-        // Switching a new file to WAL, and the first transaction while
-        // another process does the same, can answer "database is locked"
-        // at once, without the busy handler (two CLI calls opening a fresh
-        // store together hit it): retried until the same 10 s.
-        let opening = Instant::now() + Duration::from_secs(10);
-        while_locked(opening, || conn.pragma_update(None, "journal_mode", "WAL")).map_err(context)?;
-        conn.pragma_update(None, "synchronous", "FULL").map_err(context)?;
-        // The schema in one immediate transaction, retried whole.
-        let set_up = |conn: &mut Connection| -> rusqlite::Result<i64> {
-            let txn = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let version: i64 = txn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-            if version > SCHEMA_VERSION {
-                return Ok(version);
-            }
-            txn.execute_batch(SCHEMA)?;
-            txn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        let conn = open_versioned(state_dir, &schema, |txn| {
             txn.execute(
                 "DELETE FROM idempotency WHERE expires_at_ms <= ?1",
                 params![now_ms()],
-            )?;
-            txn.commit()?;
-            Ok(version)
-        };
-        let version = while_locked(opening, || set_up(&mut conn)).map_err(context)?;
-        if version > SCHEMA_VERSION {
-            return Err(StateError::Broken(format!(
-                "the idempotency store {} has schema version {version}, newer than this toolhost ({SCHEMA_VERSION}); upgrade toolhost or use another state_dir",
-                path.display()
-            )));
-        }
+            )
+            .map(drop)
+        })?;
         Ok(Store {
             conn: Mutex::new(conn),
         })
@@ -195,6 +162,71 @@ impl Store {
             .map_err(unavailable)?;
         Ok(())
     }
+}
+
+/// A SQLite file of the state folder and the schema this host writes to it.
+pub(super) struct Schema {
+    /// The file's name in the state folder.
+    pub file: &'static str,
+    /// What it holds, for errors ("idempotency store").
+    pub what: &'static str,
+    /// The schema, applied whole (`CREATE … IF NOT EXISTS`).
+    pub sql: &'static str,
+    /// Its version (`PRAGMA user_version`).
+    pub version: i64,
+}
+
+/// Opens (creating) `schema.file` in `state_dir` in WAL mode and brings it
+/// to `schema.version`, running `tidy` in the same transaction; a file of a
+/// newer version is refused, not changed.
+pub(super) fn open_versioned(
+    state_dir: &Path,
+    schema: &Schema,
+    tidy: impl Fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>,
+) -> Result<Connection, StateError> {
+    std::fs::create_dir_all(state_dir).map_err(|e| {
+        StateError::Unavailable(format!(
+            "cannot create the state folder {}: {e}",
+            state_dir.display()
+        ))
+    })?;
+    let path = state_dir.join(schema.file);
+    let context = |e: rusqlite::Error| {
+        StateError::Unavailable(format!("cannot open the {} {}: {e}", schema.what, path.display()))
+    };
+    let mut conn = Connection::open(&path).map_err(context)?;
+    // Waits for another process's transaction instead of failing.
+    conn.busy_timeout(Duration::from_secs(10)).map_err(context)?;
+    // Switching a new file to WAL, and the first transaction while
+    // another process does the same, can answer "database is locked"
+    // at once, without the busy handler (two CLI calls opening a fresh
+    // store together hit it): retried until the same 10 s.
+    let opening = Instant::now() + Duration::from_secs(10);
+    while_locked(opening, || conn.pragma_update(None, "journal_mode", "WAL")).map_err(context)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(context)?;
+    // The schema in one immediate transaction, retried whole.
+    let set_up = |conn: &mut Connection| -> rusqlite::Result<i64> {
+        let txn = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: i64 = txn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version > schema.version {
+            return Ok(version);
+        }
+        txn.execute_batch(schema.sql)?;
+        txn.pragma_update(None, "user_version", schema.version)?;
+        tidy(&txn)?;
+        txn.commit()?;
+        Ok(version)
+    };
+    let version = while_locked(opening, || set_up(&mut conn)).map_err(context)?;
+    if version > schema.version {
+        return Err(StateError::Broken(format!(
+            "the {} {} has schema version {version}, newer than this toolhost ({}); upgrade toolhost or use another state_dir",
+            schema.what,
+            path.display(),
+            schema.version
+        )));
+    }
+    Ok(conn)
 }
 
 /// Runs `attempt` again while SQLite answers busy or locked, until

@@ -6,11 +6,11 @@
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::embedded::{now_ms, while_locked};
+use super::embedded::{now_ms, open_versioned, Schema};
 use super::tasks::{record, restarted_error, Created, NewTask, TaskRecord, TaskState, LEASE, RESTARTED};
 use super::StateError;
 
@@ -70,39 +70,13 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TaskRecord, StateError>
 impl EmbeddedTasks {
     /// Opens or creates `tasks.sqlite3` in `state_dir`.
     pub fn open(state_dir: &Path) -> Result<EmbeddedTasks, StateError> {
-        std::fs::create_dir_all(state_dir).map_err(|e| {
-            StateError::Unavailable(format!(
-                "cannot create the state folder {}: {e}",
-                state_dir.display()
-            ))
-        })?;
-        let path = state_dir.join("tasks.sqlite3");
-        let context = |e: rusqlite::Error| {
-            StateError::Unavailable(format!("cannot open the task store {}: {e}", path.display()))
+        let schema = Schema {
+            file: "tasks.sqlite3",
+            what: "task store",
+            sql: SCHEMA,
+            version: SCHEMA_VERSION,
         };
-        let mut conn = Connection::open(&path).map_err(context)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(context)?;
-        let opening = Instant::now() + Duration::from_secs(10);
-        while_locked(opening, || conn.pragma_update(None, "journal_mode", "WAL")).map_err(context)?;
-        conn.pragma_update(None, "synchronous", "FULL").map_err(context)?;
-        let set_up = |conn: &mut Connection| -> rusqlite::Result<i64> {
-            let txn = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let version: i64 = txn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-            if version > SCHEMA_VERSION {
-                return Ok(version);
-            }
-            txn.execute_batch(SCHEMA)?;
-            txn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-            txn.commit()?;
-            Ok(version)
-        };
-        let version = while_locked(opening, || set_up(&mut conn)).map_err(context)?;
-        if version > SCHEMA_VERSION {
-            return Err(StateError::Broken(format!(
-                "the task store {} has schema version {version}, newer than this toolhost ({SCHEMA_VERSION})",
-                path.display()
-            )));
-        }
+        let conn = open_versioned(state_dir, &schema, |_| Ok(()))?;
         Ok(EmbeddedTasks {
             conn: Mutex::new(conn),
         })
