@@ -49,9 +49,12 @@ struct Running {
 
 /// This host's tasks: the store, and the calls it runs.
 pub struct Tasks {
-    /// `None` when the store could not be opened (logged once): no call
-    /// becomes a task, and a tool that requires one is refused.
-    store: Option<Arc<TaskStore>>,
+    /// Opened at the first call that could become a task, not at start-up
+    /// (a SQLite file or a PostgreSQL connection every `serve` would pay for
+    /// before its first answer); `None` inside when it could not be opened
+    /// (logged once): no call becomes a task, and a tool that requires one
+    /// is refused.
+    store: std::sync::OnceLock<Option<Arc<TaskStore>>>,
     pipeline: Arc<Pipeline>,
     /// This host's id in the store (`[host] host_id`, else hostname/pid).
     host_id: String,
@@ -62,21 +65,15 @@ pub struct Tasks {
 }
 
 impl Tasks {
-    /// Opens the plan's task store and starts watching this host's tasks.
-    /// Tasks this host id left running in an earlier life are failed.
+    /// This host's tasks over the plan's task store (opened at first use);
+    /// the first task operation fails what this host id left running in an
+    /// earlier life and starts the watch.
     pub fn open(pipeline: Arc<Pipeline>) -> Arc<Tasks> {
         let plan = &pipeline.host().plan;
-        let store = match TaskStore::open(plan) {
-            Ok(store) => Some(store),
-            Err(e) => {
-                tracing::warn!("MCP tasks are off: cannot open the task store: {e}");
-                None
-            }
-        };
         Arc::new(Tasks {
             host_id: crate::state::config::host_id(&plan.host),
             settings: plan.host.tasks.clone(),
-            store,
+            store: std::sync::OnceLock::new(),
             pipeline,
             running: Mutex::new(HashMap::new()),
             ready: tokio::sync::OnceCell::new(),
@@ -130,9 +127,9 @@ impl Tasks {
             request.input_responses.is_none() && crate::pipeline::policy::may_ask(&host.plan, tool);
         match support {
             TaskSupport::Forbidden => Ok(false),
-            TaskSupport::Allowed => Ok(client_can && !approval_pending && self.store.is_some()),
+            TaskSupport::Allowed => Ok(client_can && !approval_pending && self.opened().is_some()),
             TaskSupport::Required if !client_can => Err(required(&tool.spec.name)),
-            TaskSupport::Required if self.store.is_none() => Err(ErrorData::internal_error(
+            TaskSupport::Required if self.opened().is_none() => Err(ErrorData::internal_error(
                 format!(
                     "tool '{}' runs only as a task, and the task store is unavailable on this host (see its log)",
                     tool.spec.name
@@ -191,8 +188,21 @@ impl Tasks {
         }
     }
 
+    /// The task store, opened on the first call.
+    fn opened(&self) -> Option<&Arc<TaskStore>> {
+        self.store
+            .get_or_init(|| match TaskStore::open(&self.pipeline.host().plan) {
+                Ok(store) => Some(store),
+                Err(e) => {
+                    tracing::warn!("MCP tasks are off: cannot open the task store: {e}");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
     fn store(&self) -> Result<&Arc<TaskStore>, ErrorData> {
-        self.store.as_ref().ok_or_else(|| {
+        self.opened().ok_or_else(|| {
             ErrorData::internal_error("the task store is unavailable on this host (see its log)", None)
         })
     }

@@ -14,7 +14,7 @@ const BEAT: Duration = Duration::from_secs(1);
 /// Fails what this host id left running in an earlier run: those calls
 /// died with it.
 pub async fn fail_earlier(tasks: &Tasks) {
-    let Some(store) = &tasks.store else { return };
+    let Some(store) = tasks.opened() else { return };
     match store.fail_host(&tasks.host_id).await {
         Ok(0) => {}
         Ok(n) => {
@@ -39,7 +39,7 @@ pub fn start(tasks: &Arc<Tasks>) {
 }
 
 async fn beat(tasks: &Tasks) {
-    let Some(store) = &tasks.store else { return };
+    let Some(store) = tasks.opened() else { return };
     let messages: Vec<(String, String)> = tasks
         .running()
         .iter()
