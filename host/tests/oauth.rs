@@ -134,6 +134,9 @@ audience = "http://127.0.0.1:{port}/mcp"
 leeway_secs = 0
 jwks_min_refetch_secs = 1
 
+[host.ui]
+operators = ["alice"]
+
 [[tools]]
 module = "fixture"
 
@@ -251,6 +254,31 @@ async fn a_valid_token_calls_as_the_principal_its_claims_match() {
     let (status, _, body) = initialize(&url, Some(&nobody)).await;
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("no [[principals]] entry's claims match"), "{body}");
+
+    // The operator page signs in with the same tokens: an operator's access
+    // token from the IdP opens a page session; one that maps to no
+    // principal does not.
+    let page = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let login = format!("{}/ui/login", url.trim_end_matches("/mcp"));
+    let sign_in = |token: String| {
+        page.post(&login)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+            .send()
+    };
+    let signed = sign_in(idp.token("alice-app", &url).await).await.expect("POST");
+    assert_eq!(signed.status().as_u16(), 303, "{:?}", signed.headers());
+    let cookie = signed
+        .headers()
+        .get("set-cookie")
+        .map(|c| c.to_str().expect("ascii").to_string())
+        .unwrap_or_default();
+    assert!(cookie.starts_with("toolhost_ui="), "{cookie}");
+    let refused = sign_in(nobody.clone()).await.expect("POST");
+    assert_eq!(refused.status().as_u16(), 401);
 
     for client in [alice, ops, carol] {
         client.cancel().await.expect("close");

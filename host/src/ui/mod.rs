@@ -89,11 +89,12 @@ impl Ui {
     }
 
     /// Answers a request under `/ui`. `identify` maps a bearer token to
-    /// its principal, exactly as MCP requests are identified.
-    pub async fn handle(
+    /// its principal, exactly as MCP requests are identified (a static
+    /// token, or an OAuth access token with `[host.oauth]`).
+    pub async fn handle<F: std::future::Future<Output = Option<String>>>(
         &self,
         request: Request<Incoming>,
-        identify: impl Fn(&str) -> Option<String>,
+        identify: impl Fn(String) -> F,
     ) -> Response<Body> {
         let path = request.uri().path().to_string();
         let method = request.method().clone();
@@ -128,7 +129,7 @@ impl Ui {
             (Method::GET, "/ui/", None) => redirect("/ui/login", None),
             (Method::GET, "/ui/login", Some(_)) => redirect("/ui/", None),
             (Method::GET, "/ui/login", None) => answer(StatusCode::OK, html::login(None), None),
-            (Method::POST, "/ui/login", _) => self.sign_in(&form, identify),
+            (Method::POST, "/ui/login", _) => self.sign_in(&form, identify).await,
             (Method::POST, _, None) => answer(
                 StatusCode::UNAUTHORIZED,
                 html::message("Signed out", "your page session has ended: sign in again"),
@@ -180,13 +181,13 @@ impl Ui {
         answer(StatusCode::OK, page, None)
     }
 
-    fn sign_in(
+    async fn sign_in<F: std::future::Future<Output = Option<String>>>(
         &self,
         form: &[(String, String)],
-        identify: impl Fn(&str) -> Option<String>,
+        identify: impl Fn(String) -> F,
     ) -> Response<Body> {
         let token = field(form, "token").unwrap_or_default();
-        let Some(principal) = identify(token.trim()) else {
+        let Some(principal) = identify(token.trim().to_string()).await else {
             tracing::info!("refused an operator page sign-in with an unknown token");
             return answer(
                 StatusCode::UNAUTHORIZED,

@@ -387,11 +387,11 @@ async fn route(routing: &Routing, standing: &Standing, mut request: Request<Inco
         if ui.signed_in(request.headers()) && !standing.authenticate(&routing.connections) {
             return routing.connections.refusal();
         }
-        let identify = |token: &str| {
+        let identify = |token: String| async move {
             let mut headers = hyper::HeaderMap::new();
             let value = hyper::header::HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
             headers.insert(hyper::header::AUTHORIZATION, value);
-            routing.gate.identify(&headers).map(|p| p.0)
+            routing.gate.authenticate(&headers).await.ok().map(|p| p.0)
         };
         return ui.handle(request, identify).await;
     }
