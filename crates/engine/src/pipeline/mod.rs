@@ -361,10 +361,12 @@ impl Pipeline {
             .clone()
             .unwrap_or_else(|| self.host.plan.governance.host_principal.clone());
         pending.trace.policy_version = self.host.plan.policy.version.clone();
-        pending.listed = Some(
+        // Only the operator page reads the list: without it, no call pays
+        // for being listed.
+        pending.listed = self.host.plan.host.ui.enabled().then(|| {
             self.in_flight
-                .enter(&pending.id, &call.name, &pending.trace.principal),
-        );
+                .enter(&pending.id, &call.name, &pending.trace.principal)
+        });
         pending
     }
 
