@@ -30,17 +30,27 @@ struct Inner {
 }
 
 impl Verified {
-    /// The principal of a token verified before under key set `generation`
-    /// and still unexpired at `now` (seconds since the epoch).
-    pub fn get(&self, token: &str, generation: u64, now: u64) -> Option<String> {
-        let digest = digest(token);
+    /// The cache, emptied first when the key set is no longer `generation`
+    /// (a withdrawn key's tokens must be checked again); whether it was.
+    fn at(&self, generation: u64) -> (std::sync::MutexGuard<'_, Inner>, bool) {
         let mut inner = self
             .inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if inner.generation != generation {
+        let fresh = inner.generation != generation;
+        if fresh {
             inner.entries.clear();
             inner.generation = generation;
+        }
+        (inner, fresh)
+    }
+
+    /// The principal of a token verified before under key set `generation`
+    /// and still unexpired at `now` (seconds since the epoch).
+    pub fn get(&self, token: &str, generation: u64, now: u64) -> Option<String> {
+        let digest = digest(token);
+        let (mut inner, fresh) = self.at(generation);
+        if fresh {
             return None;
         }
         match inner.entries.get(&digest) {
@@ -56,14 +66,7 @@ impl Verified {
     /// Remembers that `token` is `principal`'s until `until`.
     pub fn put(&self, token: &str, generation: u64, principal: &str, until: u64, now: u64) {
         let digest = digest(token);
-        let mut inner = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if inner.generation != generation {
-            inner.entries.clear();
-            inner.generation = generation;
-        }
+        let (mut inner, _) = self.at(generation);
         if inner.entries.len() >= MAX_ENTRIES {
             inner.entries.retain(|_, (_, valid)| now <= *valid);
             if inner.entries.len() >= MAX_ENTRIES {
