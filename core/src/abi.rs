@@ -71,6 +71,16 @@ pub trait FfiCoordinator: Send + Sync {
     /// Writes a log line into the host's `tracing` output.
     #[sabi(last_prefix_field)]
     fn log(&self, level: u8, message: RStr<'_>);
+
+    /// Owner-scoped state outside a call (ABI 0.3): `request` is a
+    /// [`crate::state::Granted`] as JSON text, carrying a grant a call gave
+    /// the module; the answer a [`crate::state::Answer`]. Optional in the
+    /// vtable, like [`FfiContext::state`]: this default answers
+    /// `unsupported`.
+    fn state(&self, request: RStr<'_>) -> RString {
+        let _ = request;
+        RString::from(crate::state::UNSUPPORTED_ANSWER)
+    }
 }
 
 /// The owned coordinator object passed to `mount`.

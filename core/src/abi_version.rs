@@ -10,4 +10,4 @@
 /// The build script reads this file too, and compiles the crate with
 /// `CARGO_PKG_VERSION` set to it, because abi_stable's derives record the
 /// defining package's version in every boundary type's layout.
-pub const ABI_VERSION: &str = "0.2.0";
+pub const ABI_VERSION: &str = "0.3.0";

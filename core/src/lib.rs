@@ -37,6 +37,7 @@ pub use schemars::JsonSchema;
 pub use sdk::context::{Context, Level};
 pub use sdk::coordinator::{Cleanup, Coordinator};
 pub use sdk::error::{MountError, ToolError};
+pub use sdk::granted::GrantedState;
 pub use sdk::guard::panic_message;
 pub use sdk::session;
 pub use sdk::structured::Structured;

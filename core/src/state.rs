@@ -42,8 +42,18 @@
 //!   keep its own check (the filesystem's guard compares the file on disk
 //!   with what was recorded, whoever recorded it).
 //!
+//! - **Outside a call, only by grant.** A module whose work outlives the
+//!   call (a background job that keeps printing after `bash` returned)
+//!   asks the call for a [`Request::Grant`]: an opaque token the host maps
+//!   to the call's owner and mount. The module then reaches the same keys
+//!   through [`crate::abi::FfiCoordinator::state`] with a [`Granted`]
+//!   request (ABI 0.3), until the grant expires or the module releases it.
+//!   The host picks the owner here too: a grant is usable only by the mount
+//!   it was issued to, and a host holds at most [`MAX_GRANTS`] of them.
+//!
 //! What it does not guarantee: the host's store is as private as its
-//! database; values are not encrypted by the host.
+//! database; values are not encrypted by the host. A grant is a capability
+//! inside one host process: it is not a credential another host accepts.
 
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +67,10 @@ pub const MAX_KEYS: usize = 1024;
 pub const DEFAULT_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// The longest an entry may live (a week).
 pub const MAX_TTL_MS: u64 = 7 * DEFAULT_TTL_MS;
+
+/// Grants one host holds at once (a grant per running background job, or
+/// so): past this a new grant is refused `unavailable`.
+pub const MAX_GRANTS: usize = 4096;
 
 /// What the default method answers: no store here.
 pub const UNSUPPORTED_ANSWER: &str =
@@ -86,6 +100,27 @@ pub enum Request {
         /// The key.
         key: String,
     },
+    /// Inside a call only: a grant (its token is the answer's value) to
+    /// reach this call's state outside the call, for `ttl_ms` (default
+    /// [`DEFAULT_TTL_MS`], at most [`MAX_TTL_MS`]).
+    Grant {
+        /// Lifetime in milliseconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttl_ms: Option<u64>,
+    },
+    /// Outside a call only: ends the grant the request carries (a module
+    /// releases a grant when the work it served is over).
+    Release,
+}
+
+/// A request made outside a call, through the coordinator: the grant that
+/// names the owner, and the operation (`get`, `put`, `delete`, `release`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Granted {
+    /// The token a [`Request::Grant`] answered.
+    pub grant: String,
+    /// The operation.
+    pub request: Request,
 }
 
 /// Why an operation failed.
@@ -188,6 +223,7 @@ pub fn parse_answer(text: &str) -> Result<Option<String>, StateError> {
 pub fn check(request: &Request) -> Result<(), Answer> {
     let key = match request {
         Request::Get { key } | Request::Delete { key } | Request::Put { key, .. } => key,
+        Request::Grant { .. } | Request::Release => return Ok(()),
     };
     if key.is_empty() || key.len() > MAX_KEY_BYTES {
         return Err(Answer::failed(

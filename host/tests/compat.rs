@@ -3,8 +3,9 @@
 //! The ABI has its own version, apart from toolhost-core's crate version: a
 //! module loads in every host that speaks the ABI version it was built
 //! against, and is refused with one short paragraph by any other. ABI 0.2
-//! added the per-call state method to the context, so a module built
-//! against the previous SDK release (toolhost-core 0.1.0, ABI 0.1, frozen
+//! added the per-call state method to the context (and 0.3 the granted one
+//! to the coordinator), so a module built against the first SDK release
+//! (toolhost-core 0.1.0, ABI 0.1, frozen
 //! under fixtures/sdk-0.1.0) is refused and must be rebuilt.
 
 mod common;
@@ -22,10 +23,10 @@ fn a_module_built_against_the_previous_abi_is_refused_with_a_rebuild_hint() {
     assert_eq!(paragraph.len(), 1, "{stderr}");
     assert!(
         paragraph[0]
-            .contains("was built against toolhost ABI 0.1.0, but this host speaks toolhost ABI 0.2.0"),
+            .contains("was built against toolhost ABI 0.1.0, but this host speaks toolhost ABI 0.3.0"),
         "{stderr}"
     );
-    assert!(paragraph[0].contains("Rebuild the module against a toolhost-core release that speaks ABI 0.2"));
+    assert!(paragraph[0].contains("Rebuild the module against a toolhost-core release that speaks ABI 0.3"));
 }
 
 #[test]
@@ -41,10 +42,10 @@ fn a_module_built_against_another_abi_version_gets_one_paragraph() {
     assert_eq!(paragraph.len(), 1, "{stderr}");
     assert!(
         paragraph[0]
-            .contains("was built against toolhost ABI 0.0.7, but this host speaks toolhost ABI 0.2.0"),
+            .contains("was built against toolhost ABI 0.0.7, but this host speaks toolhost ABI 0.3.0"),
         "{stderr}"
     );
-    assert!(paragraph[0].contains("Rebuild the module against a toolhost-core release that speaks ABI 0.2"));
+    assert!(paragraph[0].contains("Rebuild the module against a toolhost-core release that speaks ABI 0.3"));
     assert!(
         stderr.lines().count() < 5,
         "one paragraph, not a report:\n{stderr}"

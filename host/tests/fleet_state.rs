@@ -25,11 +25,14 @@ use serde_json::{json, Value};
 use toolhost_testkit::pg::Cluster;
 
 const TOKEN: &str = "fleet-state-token";
+/// The token of a second principal, `other`, where a plan declares it.
+const OTHER_TOKEN: &str = "fleet-state-other-token";
 
 fn start_host(env: &Env, state_url: &str) -> HttpServer {
     let mut cmd = env.command();
     cmd.args(["serve", "--http", "127.0.0.1:0"])
         .env("TOOLHOST_TOKEN", TOKEN)
+        .env("TOOLHOST_TEST_OTHER_TOKEN", OTHER_TOKEN)
         .env("TOOLHOST_TEST_STATE_URL", state_url);
     HttpServer::start(cmd)
 }
@@ -127,7 +130,11 @@ impl Drop for Nginx {
 type Client = RunningService<RoleClient, ()>;
 
 async fn connect_2026(url: &str) -> Client {
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(TOKEN);
+    connect_2026_as(url, TOKEN).await
+}
+
+async fn connect_2026_as(url: &str, token: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
     let client = ()
         .serve_with_lifecycle(
             StreamableHttpClientTransport::from_config(config),
@@ -337,4 +344,189 @@ fn the_principal_store_is_bounded_expiring_and_scoped() {
     assert_eq!(held("principal:b"), "1");
     kv.delete("principal:b", "fs", "other").expect("delete");
     assert_eq!(held("principal:b"), "0");
+}
+
+/// The JSON a bash tool answered (its structured content).
+fn output_of(result: &CallToolResult) -> Value {
+    result
+        .structured_content
+        .clone()
+        .or_else(|| serde_json::from_str(&all_text(result)).ok())
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_background_job_started_on_one_host_is_read_and_killed_on_the_other() {
+    jobs_across_the_fleet("in-process");
+}
+
+/// The same through isolated workers: the job's host spools through the
+/// coordinator, which the worker forwards to its host.
+#[test]
+fn isolated_workers_spool_background_jobs_to_the_store() {
+    jobs_across_the_fleet("process");
+}
+
+fn jobs_across_the_fleet(isolation: &str) {
+    module_file("toolhost_bash");
+    let cluster = Cluster::start();
+    let env = Env::new(&format!(
+        "[host]\nstate_url = \"${{TOOLHOST_TEST_STATE_URL}}\"\ndefault_timeout_secs = 30\n\n\
+         [[principals]]\nname = \"other\"\ntoken_env = \"TOOLHOST_TEST_OTHER_TOKEN\"\n\n\
+         [[tools]]\nmodule = \"bash\"\nisolation = \"{isolation}\"\n[tools.config]\nsandbox = \"off\"\n",
+    ));
+    let hosts = [start_host(&env, &cluster.url()), start_host(&env, &cluster.url())];
+    let nginx = Nginx::start(&[authority(&hosts[0].url), authority(&hosts[1].url)]);
+    let path = hosts[0].url.splitn(4, '/').nth(3).unwrap_or("mcp");
+    let front = format!("http://127.0.0.1:{}/{path}", nginx.port);
+    let logs = || format!("{}\n--- host B ---\n{}", hosts[0].log(), hosts[1].log());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let client = rt.block_on(connect_2026(&front));
+
+    // Through nginx: a job read to its end with reads alternating hosts.
+    let handle = start_printer(&rt, &client, &logs);
+    let reads = read_to_end(&rt, &[&client], &handle, &logs);
+    assert!(reads.1, "no output was read while the job ran");
+
+    // Its end was reported: the handle is gone, on either host.
+    for _ in 0..2 {
+        let gone = rt.block_on(call(&client, "bash_output", json!({"id": handle})));
+        assert_eq!(gone.is_error, Some(true), "{}", all_text(&gone));
+        assert_eq!(toolhost_meta(&gone)["code"], "expired_handle", "{gone:?}");
+    }
+
+    // Straight to each host: a job started on A and read only on B, so
+    // every line B returns came through the store.
+    let on_a = rt.block_on(connect_2026(&hosts[0].url));
+    let on_b = rt.block_on(connect_2026(&hosts[1].url));
+    let handle = start_printer(&rt, &on_a, &logs);
+    // Another principal, on either host, knows no job by that handle.
+    for url in [&hosts[0].url, &hosts[1].url] {
+        let other = rt.block_on(connect_2026_as(url, OTHER_TOKEN));
+        for tool in ["bash_output", "bash_kill"] {
+            let refused = rt.block_on(call(&other, tool, json!({"id": handle})));
+            assert_eq!(refused.is_error, Some(true), "{}", all_text(&refused));
+            assert_eq!(
+                toolhost_meta(&refused)["code"],
+                "expired_handle",
+                "{tool}: {refused:?}"
+            );
+        }
+        rt.block_on(other.cancel()).expect("close the client");
+    }
+    let (_, streamed) = read_to_end(&rt, &[&on_b], &handle, &logs);
+    assert!(streamed, "no output reached the other host while the job ran");
+
+    // A job killed through the host that does not run it.
+    let sleeper = rt.block_on(call(
+        &on_a,
+        "bash",
+        json!({"command": "echo up; exec sleep 60", "run_in_background": true}),
+    ));
+    assert_eq!(sleeper.is_error, Some(false), "{}", all_text(&sleeper));
+    let sleeper = output_of(&sleeper);
+    let (id, pid) = (
+        sleeper["id"].as_str().unwrap_or_default(),
+        sleeper["pid"].as_i64().unwrap_or(0),
+    );
+    assert!(pid > 0, "{sleeper}");
+    let killed = rt.block_on(call(&on_b, "bash_kill", json!({"id": id})));
+    assert_eq!(killed.is_error, Some(false), "{}\n{}", all_text(&killed), logs());
+    let killed = output_of(&killed);
+    assert_eq!(killed["killed"], json!(true), "{killed}");
+    assert_eq!(killed["stopped_by"], json!("bash_kill"), "{killed}");
+    assert_eq!(killed["stdout"], json!("up\n"), "{killed}");
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the job's process tree is gone"
+    );
+    for c in [client, on_a, on_b] {
+        rt.block_on(c.cancel()).expect("close the client");
+    }
+
+    // Which host served what: through nginx the job's reads went to both
+    // hosts; the direct job ran on A and was read and killed on B.
+    let starts = served_by(&cluster, "bash");
+    let reads_by = served_by(&cluster, "bash_output");
+    let kills = served_by(&cluster, "bash_kill");
+    // Two refused kills by the other principal, then the real one.
+    assert_eq!((starts.len(), kills.len()), (3, 3), "{}", logs());
+    assert!(
+        reads_by.iter().any(|h| h != &starts[0]),
+        "no read of the job was served by the host that does not run it: {starts:?} {reads_by:?}"
+    );
+    assert_eq!(starts[1], starts[2], "both direct jobs ran on A");
+    assert_ne!(kills[2], starts[2], "the kill was served where the job runs");
+    assert!(nginx.requests() >= 4, "the first job went through nginx");
+    // Every record of both jobs is gone from the store.
+    assert_eq!(
+        cluster.psql("SELECT count(*) FROM toolhost_principal_kv WHERE scope = 'bash'"),
+        "0",
+        "{}",
+        cluster.psql("SELECT string_agg(key, ' ') FROM toolhost_principal_kv")
+    );
+}
+
+/// Starts the printing job (six lines on stdout, 0.4 s apart, then one on
+/// stderr) and returns its handle.
+fn start_printer(rt: &tokio::runtime::Runtime, client: &Client, logs: &dyn Fn() -> String) -> String {
+    let started = rt.block_on(call(
+        client,
+        "bash",
+        json!({"command": "for i in 1 2 3 4 5 6; do echo line$i; sleep 0.4; done; echo done >&2",
+               "run_in_background": true}),
+    ));
+    assert_eq!(
+        started.is_error,
+        Some(false),
+        "{}\n{}",
+        all_text(&started),
+        logs()
+    );
+    let handle = output_of(&started)["id"].as_str().unwrap_or_default().to_string();
+    assert!(
+        handle.len() == 20 && handle.starts_with("job-"),
+        "a fleet job's handle is unguessable: {handle:?}"
+    );
+    handle
+}
+
+/// Reads the printing job to its end through `clients` in turn; checks
+/// every line came once and the exit; returns the number of reads and
+/// whether output arrived while the job still ran.
+fn read_to_end(
+    rt: &tokio::runtime::Runtime,
+    clients: &[&Client],
+    handle: &str,
+    logs: &dyn Fn() -> String,
+) -> (usize, bool) {
+    let (mut stdout, mut stderr, mut reads, mut streamed) = (String::new(), String::new(), 0, false);
+    let end = loop {
+        let client = clients[reads % clients.len()];
+        reads += 1;
+        assert!(reads < 200, "the job never ended:\n{}", logs());
+        let r = rt.block_on(call(client, "bash_output", json!({"id": handle})));
+        assert_eq!(
+            r.is_error,
+            Some(false),
+            "read {reads}: {}\n{}",
+            all_text(&r),
+            logs()
+        );
+        let out = output_of(&r);
+        stdout += out["stdout"].as_str().unwrap_or_default();
+        stderr += out["stderr"].as_str().unwrap_or_default();
+        if out["running"] == json!(false) {
+            break out;
+        }
+        streamed |= !stdout.is_empty();
+        std::thread::sleep(Duration::from_millis(150));
+    };
+    assert_eq!(
+        stdout, "line1\nline2\nline3\nline4\nline5\nline6\n",
+        "each line once, none lost"
+    );
+    assert_eq!(stderr, "done\n");
+    assert_eq!(end["exit_code"], json!(0), "{end}");
+    (reads, streamed)
 }

@@ -285,11 +285,11 @@ fn abi_mismatches_get_one_short_paragraph() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr.contains("was built against toolhost ABI 0.0.7, but this host speaks toolhost ABI 0.2.0"),
+        stderr.contains("was built against toolhost ABI 0.0.7, but this host speaks toolhost ABI 0.3.0"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("Rebuild the module against a toolhost-core release that speaks ABI 0.2"),
+        stderr.contains("Rebuild the module against a toolhost-core release that speaks ABI 0.3"),
         "{stderr}"
     );
 

@@ -93,6 +93,17 @@ impl Coordinator {
             .log(level.to_abi(), RStr::from_str(message.as_ref()));
     }
 
+    /// The state of the call that gave `grant` (see
+    /// [`super::context::Context::state_grant`]), usable from any thread
+    /// until the grant expires; dropping it releases the grant.
+    pub fn granted_state(&self, grant: String) -> super::granted::GrantedState {
+        super::granted::GrantedState::new(self.clone(), grant)
+    }
+
+    pub(crate) fn ffi_state(&self, request: RStr<'_>) -> abi_stable::std_types::RString {
+        self.inner.ffi.state(request)
+    }
+
     /// Runs `handler` with the session id whenever the host says a session
     /// ended (an MCP session closed or expired, a CLI process exiting):
     /// drop what the module keeps for that session. It runs on a host

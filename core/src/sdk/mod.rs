@@ -5,6 +5,7 @@ pub mod context;
 pub mod coordinator;
 pub mod error;
 pub mod export;
+pub mod granted;
 pub mod guard;
 mod panic_hook;
 pub mod schema;

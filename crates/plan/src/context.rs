@@ -37,14 +37,18 @@ pub struct CallContext {
 /// has fixed the owner and mount, and checked the request's bounds.
 /// Blocking: the tool's `execute` runs on a blocking thread.
 pub trait LentState: Send + Sync {
-    /// Performs one operation.
+    /// Performs one operation (`get`, `put`, `delete`).
     fn perform(&self, request: &toolhost_core::state::Request) -> toolhost_core::state::Answer;
+
+    /// The module mount the state is scoped to: a grant of it is usable by
+    /// that mount's coordinator only.
+    fn scope(&self) -> &str;
 }
 
 /// The answer to one `state` request of a tool: parsed, bounded, performed
 /// by `lent` (or `unsupported` without one). Shared by the in-process
 /// context and an isolated worker's host side.
-pub fn answer_state(lent: Option<&dyn LentState>, request: &str) -> String {
+pub fn answer_state(lent: Option<&Arc<dyn LentState>>, request: &str) -> String {
     use toolhost_core::state::{check, Answer, Request, UNSUPPORTED_ANSWER};
     let Some(lent) = lent else {
         return UNSUPPORTED_ANSWER.to_string();
@@ -55,6 +59,13 @@ pub fn answer_state(lent: Option<&dyn LentState>, request: &str) -> String {
     };
     if let Err(refused) = check(&request) {
         return refused.to_json();
+    }
+    match request {
+        Request::Grant { ttl_ms } => return crate::grants::issue(lent.clone(), ttl_ms).to_json(),
+        Request::Release => {
+            return Answer::failed("bad_request", "release a grant through the coordinator").to_json()
+        }
+        _ => {}
     }
     // A panic here would unwind into the module's frames and abort.
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lent.perform(&request)))
@@ -99,7 +110,7 @@ impl FfiContext for CallContext {
     }
 
     fn state(&self, request: RStr<'_>) -> RString {
-        RString::from(answer_state(self.state.as_deref(), request.as_str()))
+        RString::from(answer_state(self.state.as_ref(), request.as_str()))
     }
 }
 

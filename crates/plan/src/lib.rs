@@ -31,6 +31,7 @@ pub mod deadline;
 pub mod escape;
 pub mod fingerprint;
 pub mod governance;
+pub mod grants;
 pub mod pin;
 pub mod plan;
 pub mod private_file;

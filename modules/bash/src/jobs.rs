@@ -9,8 +9,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::output::capture::Capture;
+use crate::output::ring::HeadTail;
 use crate::process::spawn::Spawned;
 use crate::runner::{self, Limits, Outcome, Stop, Stream};
+use crate::shared_job::Spool;
 use crate::slots::Slot;
 
 const RUNNING: u8 = 0;
@@ -40,6 +42,10 @@ pub struct Job {
     /// The session that started it (the host's session id): only that
     /// session can read or kill it.
     pub session: String,
+    /// For a job the fleet shares (see [`crate::shared_job`]): the
+    /// principal that started it, and where its output goes. Such a job is
+    /// read through the store, never from `state` directly.
+    shared: Option<(String, Mutex<Spool>)>,
     state: Mutex<JobState>,
     stop: AtomicU8,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -54,6 +60,22 @@ impl Job {
     /// Whether the job is still running.
     pub fn is_running(&self) -> bool {
         self.state().outcome.is_none()
+    }
+
+    /// Whether the fleet shares this job.
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// A shared job: writes what it holds to the store now, so a read
+    /// through the store (on this host) sees it.
+    pub fn flush(&self) {
+        if let Some((_, spool)) = &self.shared {
+            spool
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .flush(self);
+        }
     }
 
     /// Asks the job to end (SIGTERM, then SIGKILL) and waits for it.
@@ -72,6 +94,18 @@ impl Job {
     }
 }
 
+impl crate::shared_job::Output for Job {
+    fn has_output(&self) -> bool {
+        let state = self.state();
+        !state.stdout.buffer().is_empty() || !state.stderr.buffer().is_empty()
+    }
+
+    fn take(&self) -> (HeadTail, HeadTail) {
+        let mut state = self.state();
+        (state.stdout.take_buffer(), state.stderr.take_buffer())
+    }
+}
+
 /// The registry of a mount's background jobs.
 #[derive(Debug, Default)]
 pub struct Jobs {
@@ -86,11 +120,13 @@ impl Jobs {
     }
 
     /// Starts a thread driving `spawned` as a new job of `session` and
-    /// returns it.
+    /// returns it; with `shared` (the principal and the spool), a job the
+    /// fleet shares, under the spool's handle.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         &self,
         session: Option<&str>,
+        shared: Option<(String, String, Spool)>,
         command: &str,
         spawned: Spawned,
         captures: (Capture, Capture),
@@ -98,12 +134,20 @@ impl Jobs {
         limits: Limits,
         slot: Slot,
     ) -> std::io::Result<Arc<Job>> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        self.forget_spooled();
+        let (id, shared) = match shared {
+            Some((handle, principal, spool)) => (handle, Some((principal, Mutex::new(spool)))),
+            None => (
+                format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1),
+                None,
+            ),
+        };
         let job = Arc::new(Job {
-            id: format!("job-{n}"),
+            id,
             command: command.to_string(),
             started: Instant::now(),
             session: session.unwrap_or_default().to_string(),
+            shared,
             state: Mutex::new(JobState {
                 stdout: captures.0,
                 stderr: captures.1,
@@ -129,9 +173,20 @@ impl Jobs {
                 let should_stop = || match job.stop.load(Ordering::Acquire) {
                     KILL => Some(Stop::Killed),
                     SHUTDOWN => Some(Stop::Shutdown),
-                    _ => deadline.filter(|d| Instant::now() >= *d).map(|_| Stop::Timeout),
+                    _ => deadline
+                        .filter(|d| Instant::now() >= *d)
+                        .map(|_| Stop::Timeout)
+                        .or_else(|| {
+                            let (_, spool) = job.shared.as_ref()?;
+                            let mut spool = spool.lock().unwrap_or_else(|p| p.into_inner());
+                            spool.tick(&*job)
+                        }),
                 };
                 let outcome = runner::drive(spawned, &mut sink, &should_stop, limits);
+                if let Some((_, spool)) = &job.shared {
+                    let mut spool = spool.lock().unwrap_or_else(|p| p.into_inner());
+                    spool.finish(&*job, &outcome);
+                }
                 job.state().outcome = Some(outcome);
             })?;
         if let Ok(mut slot) = job.thread.lock() {
@@ -147,10 +202,29 @@ impl Jobs {
     }
 
     /// The job with this id, if `session` started it (another session's
-    /// job is as unknown as a job that never was).
+    /// job is as unknown as a job that never was). Never a shared job.
     pub fn get(&self, session: Option<&str>, id: &str) -> Option<Arc<Job>> {
         let session = session.unwrap_or_default();
-        self.map().get(id).filter(|job| job.session == session).cloned()
+        self.map()
+            .get(id)
+            .filter(|job| job.session == session && !job.is_shared())
+            .cloned()
+    }
+
+    /// The shared job under `handle` running here, if `principal` started
+    /// it.
+    pub fn get_shared(&self, principal: Option<&str>, handle: &str) -> Option<Arc<Job>> {
+        let principal = principal?;
+        self.map()
+            .get(handle)
+            .filter(|job| job.shared.as_ref().is_some_and(|(p, _)| p == principal))
+            .cloned()
+    }
+
+    /// Forgets shared jobs that ended: their end is in the store, and that
+    /// is where they are read.
+    fn forget_spooled(&self) {
+        self.map().retain(|_, job| !job.is_shared() || job.is_running());
     }
 
     /// `id (state): command` of `session`'s jobs, for messages to it.
@@ -158,7 +232,7 @@ impl Jobs {
         let session = session.unwrap_or_default();
         self.map()
             .values()
-            .filter(|j| j.session == session)
+            .filter(|j| j.session == session && !j.is_shared())
             .map(|j| {
                 let state = if j.is_running() { "running" } else { "finished" };
                 format!("{} ({state}): {}", j.id, crate::policy::parse::short(&j.command))
@@ -170,7 +244,7 @@ impl Jobs {
     pub fn of_session(&self, session: &str) -> Vec<Arc<Job>> {
         self.map()
             .values()
-            .filter(|j| j.session == session)
+            .filter(|j| j.session == session && !j.is_shared())
             .cloned()
             .collect()
     }

@@ -28,6 +28,7 @@ pub mod process;
 pub mod runner;
 pub mod sandbox;
 pub mod session_end;
+pub mod shared_job;
 pub mod slots;
 pub mod state;
 pub mod tools;
@@ -71,6 +72,7 @@ pub fn mount(coordinator: &Coordinator, config: Config) -> Result<Cleanup, Mount
     let module = Arc::new(module);
     coordinator.register(Bash {
         module: module.clone(),
+        coordinator: coordinator.clone(),
     })?;
     coordinator.register(BashOutput {
         module: module.clone(),

@@ -42,9 +42,18 @@ pub enum Kind {
     /// Worker: call `id` asks the host's lent state `body` (a
     /// `toolhost_core::state::Request`).
     State,
-    /// Host: the answer `body` to call `id`'s state request.
+    /// Host: the answer `body` to call `id`'s state request, or to the
+    /// coordinator's granted request `id`.
     StateAnswer,
+    /// Worker: the coordinator asks the state a grant names, outside any
+    /// call: `body` is a `toolhost_core::state::Granted`, `id` the
+    /// request's own (from [`GRANTED_IDS`], apart from call ids).
+    GrantedState,
 }
+
+/// Where the ids of the coordinator's granted requests start: call ids
+/// count up from 1 and never get here.
+pub const GRANTED_IDS: u64 = 1 << 63;
 
 /// One line of the protocol.
 #[derive(Debug, Serialize, Deserialize)]

@@ -99,6 +99,8 @@ pub struct Supervisor {
     names: EventNames,
     /// `module:report` events kept at the first mount.
     reports: std::sync::atomic::AtomicUsize,
+    /// Granted state requests being answered (see `answer_granted`).
+    granted_in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A started worker and what it said at mount.
@@ -134,6 +136,7 @@ impl Supervisor {
             limits,
             names: EventNames::default(),
             reports: std::sync::atomic::AtomicUsize::new(0),
+            granted_in_flight: Default::default(),
         })
     }
 
@@ -433,8 +436,12 @@ impl Supervisor {
 
     /// Hands a frame to the call it belongs to (counted against that
     /// call's caps), or to [`Self::side_effect`].
-    fn route(&self, live: &Live, meter: &Meter, frame: Frame) -> Result<(), super::bounds::Exceeded> {
+    fn route(&self, live: &Arc<Live>, meter: &Meter, frame: Frame) -> Result<(), super::bounds::Exceeded> {
         let reply = match frame.t {
+            Kind::GrantedState => {
+                self.answer_granted(live, frame);
+                return Ok(());
+            }
             Kind::Result => Reply::Done(frame.body_text().to_string()),
             Kind::Progress => Reply::Progress(frame.body_text().to_string()),
             Kind::State => Reply::State(frame.body_text().to_string()),
@@ -478,6 +485,34 @@ impl Supervisor {
             }
         }
         Ok(())
+    }
+
+    /// Answers the coordinator's granted state request on a thread of its
+    /// own (a store round trip must not hold up the reader), at most
+    /// [`MAX_GRANTED_IN_FLIGHT`] at once: past that, `unavailable` at once,
+    /// so a worker flooding requests costs the host no threads.
+    fn answer_granted(&self, live: &Arc<Live>, frame: Frame) {
+        let Some(id) = frame.id else { return };
+        let busy =
+            || toolhost_core::state::Answer::failed("unavailable", "the host is busy; retry").to_json();
+        if self.granted_in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_GRANTED_IN_FLIGHT {
+            self.granted_in_flight.fetch_sub(1, Ordering::SeqCst);
+            let _ = live.send(&Frame::new(Kind::StateAnswer).id(id).body(&busy()));
+            return;
+        }
+        let (answering, scope, request) = (live.clone(), self.name(), frame.body_text().to_string());
+        let in_flight = self.granted_in_flight.clone();
+        let answered = std::thread::Builder::new()
+            .name("toolhost-granted-state".into())
+            .spawn(move || {
+                let answer = toolhost_plan::grants::answer(&scope, &request);
+                let _ = answering.send(&Frame::new(Kind::StateAnswer).id(id).body(&answer));
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+            });
+        if answered.is_err() {
+            self.granted_in_flight.fetch_sub(1, Ordering::SeqCst);
+            let _ = live.send(&Frame::new(Kind::StateAnswer).id(id).body(&busy()));
+        }
     }
 
     /// The live worker, started (after the backoff) if there is none.
@@ -606,6 +641,8 @@ const MAX_REPLY_BYTES: usize = 64 * 1024;
 /// and the longest one kept: what a worker sends is bounded, and these
 /// stay for the host's life.
 const MAX_REPORTS: usize = 16;
+/// Granted state requests of one worker answered at once.
+const MAX_GRANTED_IN_FLIGHT: usize = 4;
 const MAX_REPORT_BYTES: usize = 64 * 1024;
 
 /// How long a worker may take to open and mount its library: 30 s, or

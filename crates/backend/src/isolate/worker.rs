@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -134,9 +134,12 @@ fn serve(mut input: BufReader<File>, out: &Out) {
     let Some(mount) = read_frame(&mut input, &mut line) else {
         return;
     };
+    let answers = Answers::default();
     let coordinator = WorkerCoordinator {
         out: out.clone(),
         registered: Arc::new(Mutex::new(Some(Vec::new()))),
+        answers: answers.clone(),
+        next_granted: Arc::new(AtomicU64::new(super::frame::GRANTED_IDS)),
     };
     let ffi = FfiCoordinator_TO::from_value(coordinator.clone(), TD_Opaque);
     let outcome = (library.module.mount())(ffi, RStr::from_str(mount.body_text()));
@@ -175,7 +178,7 @@ fn serve(mut input: BufReader<File>, out: &Out) {
         running: Mutex::default(),
         out: out.clone(),
         idle: AtomicUsize::new(1),
-        answers: Answers::default(),
+        answers,
     });
     calls.serve();
     drop(calls);
@@ -199,7 +202,8 @@ struct Calls {
     answers: Answers,
 }
 
-/// A running call's pending state request, by call id.
+/// A pending state request (a running call's, by call id, or the
+/// coordinator's, by an id from `GRANTED_IDS`).
 type Answers = Arc<Mutex<HashMap<u64, std::sync::mpsc::SyncSender<String>>>>;
 
 impl Calls {
@@ -370,6 +374,8 @@ impl FfiContext for WorkerContext {
 struct WorkerCoordinator {
     out: Out,
     registered: Arc<Mutex<Option<Vec<FfiToolBox>>>>,
+    answers: Answers,
+    next_granted: Arc<AtomicU64>,
 }
 
 impl FfiCoordinator for WorkerCoordinator {
@@ -408,5 +414,27 @@ impl FfiCoordinator for WorkerCoordinator {
         let mut frame = Frame::new(Kind::Log).text(message.as_str());
         frame.level = Some(level);
         self.out.send(&frame);
+    }
+
+    /// Forwards a granted request to the host and waits for the answer
+    /// (bounded, as a call's are).
+    fn state(&self, request: RStr<'_>) -> RString {
+        let id = self.next_granted.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, tx);
+        self.out
+            .send(&Frame::new(Kind::GrantedState).id(id).body(request.as_str()));
+        let answer = rx.recv_timeout(STATE_WAIT).unwrap_or_else(|_| {
+            self.answers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+            toolhost_core::state::Answer::failed("unavailable", "the host did not answer the state request")
+                .to_json()
+        });
+        RString::from(answer)
     }
 }

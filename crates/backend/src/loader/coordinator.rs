@@ -72,4 +72,8 @@ impl FfiCoordinator for HostCoordinator {
     fn log(&self, level: u8, message: RStr<'_>) {
         log_line(&self.module, None, level, message.as_str());
     }
+
+    fn state(&self, request: RStr<'_>) -> RString {
+        RString::from(toolhost_plan::grants::answer(&self.module, request.as_str()))
+    }
 }

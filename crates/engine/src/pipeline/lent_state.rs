@@ -76,6 +76,14 @@ impl LentState for Lent {
                 .kv
                 .delete(owner, scope, key)
                 .map_or_else(failed, |()| Answer::ok(None)),
+            Request::Grant { .. } | Request::Release => Answer::failed(
+                "bad_request",
+                "grants are issued and released by the context and coordinator",
+            ),
         }
+    }
+
+    fn scope(&self) -> &str {
+        &self.scope
     }
 }

@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use toolhost_core::{Context, Effect, Level, TaskSupport, Tool, ToolError, ToolSpec};
+use toolhost_core::{Context, Coordinator, Effect, Level, TaskSupport, Tool, ToolError, ToolSpec};
 
 use crate::process::tree::Exit;
 use crate::runner::{self, Stop, Stream};
+use crate::shared_job::{self, Spool};
 use crate::state::Module;
 use crate::tools::result;
 
@@ -42,6 +43,9 @@ pub struct BashInput {
 pub struct Bash {
     /// Shared module state.
     pub module: Arc<Module>,
+    /// The mount's coordinator: a job the fleet shares reaches the store
+    /// through it after the call returned.
+    pub coordinator: Coordinator,
 }
 
 impl Tool for Bash {
@@ -89,15 +93,50 @@ impl Tool for Bash {
             ctx.log(Level::Debug, format!("bash: {description}"));
         }
         let slot = m.slot()?;
-        let spawned = m.spawn(&input.command, ctx.working_dir())?;
+        let background = input.run_in_background.unwrap_or(false);
+        // A call lent shared state starts a job any host of the fleet can
+        // read: its handle and status are in the store before it runs.
+        let prepared = if background {
+            shared_job::prepare(
+                ctx,
+                &self.coordinator,
+                &input.command,
+                input.timeout.map(|_| timeout),
+            )?
+        } else {
+            None
+        };
+        let spawned = match m.spawn(&input.command, ctx.working_dir()) {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                if let Some(prepared) = prepared {
+                    prepared.abandon();
+                }
+                return Err(e);
+            }
+        };
 
-        if input.run_in_background.unwrap_or(false) {
+        if background {
             let captures = m.captures();
             let pid = spawned.tree.reaper_pid();
+            let shared = match (prepared, ctx.principal()) {
+                (Some(prepared), Some(principal)) => Some((
+                    prepared.handle().to_string(),
+                    principal.to_string(),
+                    Spool::new(prepared, pid),
+                )),
+                (prepared, _) => {
+                    if let Some(prepared) = prepared {
+                        prepared.abandon();
+                    }
+                    None
+                }
+            };
             let job = m
                 .jobs
                 .start(
                     ctx.session_id(),
+                    shared,
                     &input.command,
                     spawned,
                     captures,

@@ -1,12 +1,14 @@
 //! `bash_kill {id}`: ends a background job and everything it started.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use toolhost_core::{Context, Effect, Tool, ToolError, ToolSpec};
 
+use crate::shared_job;
 use crate::state::Module;
 use crate::tools::output::{drain, unknown_job};
 
@@ -39,6 +41,9 @@ impl Tool for BashKill {
     }
 
     fn execute(&self, input: KillInput, ctx: &Context<'_>) -> Result<Value, ToolError> {
+        if shared_job::exists(ctx, &input.id)?.is_some() {
+            return self.kill_shared(&input.id, ctx);
+        }
         let job = self
             .module
             .jobs
@@ -53,5 +58,52 @@ impl Tool for BashKill {
             out.insert("note".into(), json!("the job had already ended by itself"));
         }
         Ok(Value::Object(out))
+    }
+}
+
+impl BashKill {
+    /// Ends a job the fleet shares: directly when it runs here, otherwise
+    /// by asking its host through the store and waiting (bounded) for the
+    /// end it writes back.
+    fn kill_shared(&self, handle: &str, ctx: &Context<'_>) -> Result<Value, ToolError> {
+        let budget = self.module.config.max_output_bytes;
+        let was_running = !shared_job::ended(ctx, handle)?;
+        if was_running {
+            match self.module.jobs.get_shared(ctx.principal(), handle) {
+                Some(job) => job.kill(),
+                None => self.kill_elsewhere(handle, ctx)?,
+            }
+        }
+        let (mut out, _) = shared_job::read(ctx, handle, budget, budget)?;
+        out.insert("killed".into(), json!(was_running));
+        if !was_running {
+            out.insert("note".into(), json!("the job had already ended by itself"));
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn kill_elsewhere(&self, handle: &str, ctx: &Context<'_>) -> Result<(), ToolError> {
+        shared_job::request_kill(ctx, handle)?;
+        // Its host sees the request within a spool tick, then ends the tree
+        // (SIGTERM, the grace, SIGKILL) and writes the end.
+        let wait = Duration::from_millis(self.module.config.kill_grace_ms) + Duration::from_secs(5);
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            if shared_job::ended(ctx, handle)? {
+                return Ok(());
+            }
+            if ctx.wait_cancelled(shared_job::SPOOL_EVERY) {
+                return Err(ToolError::cancelled());
+            }
+        }
+        Err(ToolError::new(
+            "unavailable",
+            format!(
+                "asked the host running `{handle}` to end it, but it has not confirmed in {} s (it may be down or \
+                 busy). The request stays: the job ends when its host next looks; bash_output shows it.",
+                wait.as_secs()
+            ),
+        )
+        .retryable(true))
     }
 }

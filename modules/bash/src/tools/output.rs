@@ -9,9 +9,8 @@ use toolhost_core::{Context, Effect, Tool, ToolError, ToolSpec};
 
 use crate::jobs::Job;
 use crate::output::report;
-use crate::runner::Stop;
+use crate::shared_job;
 use crate::state::Module;
-use crate::tools::result;
 
 /// Input of `bash_output`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -56,22 +55,7 @@ pub fn drain(job: &Job, budget: usize) -> (Map<String, Value>, bool) {
     report::streams(&mut out, &stdout, &stderr, budget);
     let finished = match &state.outcome {
         Some(outcome) => {
-            out.insert("running".into(), json!(false));
-            result::exit_fields(&mut out, outcome.exit);
-            out.insert("duration_ms".into(), json!(outcome.duration.as_millis() as u64));
-            let how = match outcome.stopped {
-                Some(Stop::Timeout) => Some("timeout"),
-                Some(Stop::Killed) => Some("bash_kill"),
-                Some(Stop::Shutdown) => Some("shutdown"),
-                Some(Stop::Cancelled) => Some("cancelled"),
-                None => None,
-            };
-            if let Some(how) = how {
-                out.insert("stopped_by".into(), json!(how));
-            }
-            if !outcome.notes.is_empty() {
-                out.insert("warnings".into(), json!(outcome.notes));
-            }
+            shared_job::end_fields(&mut out, outcome);
             true
         }
         None => {
@@ -120,17 +104,34 @@ impl Tool for BashOutput {
                     })
             })
             .transpose()?;
-        let job = self
-            .module
-            .jobs
-            .get(ctx.session_id(), &input.id)
-            .ok_or_else(|| unknown_job(&self.module, ctx.session_id(), &input.id))?;
-        let (mut out, finished) = drain(&job, self.module.config.max_output_bytes);
+        let budget = self.module.config.max_output_bytes;
+        let (mut out, _finished) = match shared_job::exists(ctx, &input.id)? {
+            // A job the fleet shares: read through the store, whichever
+            // host runs it (this one first writes what it holds).
+            Some(found) => {
+                if let Some(job) = found
+                    .then(|| self.module.jobs.get_shared(ctx.principal(), &input.id))
+                    .flatten()
+                {
+                    job.flush();
+                }
+                shared_job::read(ctx, &input.id, budget, budget)?
+            }
+            None => {
+                let job = self
+                    .module
+                    .jobs
+                    .get(ctx.session_id(), &input.id)
+                    .ok_or_else(|| unknown_job(&self.module, ctx.session_id(), &input.id))?;
+                let read = drain(&job, budget);
+                if read.1 {
+                    self.module.jobs.remove(&job.id);
+                }
+                read
+            }
+        };
         if let Some(filter) = &filter {
             apply_filter(&mut out, filter);
-        }
-        if finished {
-            self.module.jobs.remove(&job.id);
         }
         Ok(Value::Object(out))
     }
