@@ -349,23 +349,26 @@ impl FfiContext for WorkerContext {
     /// waits for the answer (bounded, so a lost answer cannot hang the call).
     fn state(&self, request: RStr<'_>) -> RString {
         let _one = self.asking.lock().unwrap_or_else(PoisonError::into_inner);
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.answers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(self.id, tx);
-        self.out
-            .send(&Frame::new(Kind::State).id(self.id).body(request.as_str()));
-        let answer = rx.recv_timeout(STATE_WAIT).unwrap_or_else(|_| {
-            self.answers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&self.id);
-            toolhost_core::state::Answer::failed("unavailable", "the host did not answer the state request")
-                .to_json()
-        });
-        RString::from(answer)
+        ask_host(&self.out, &self.answers, Kind::State, self.id, request.as_str())
     }
+}
+
+/// Sends a state request (`kind`, under `id`) to the host and waits for its
+/// answer, bounded by [`STATE_WAIT`] so a lost answer cannot hang the
+/// module's thread.
+fn ask_host(out: &Out, answers: &Answers, kind: Kind, id: u64, request: &str) -> RString {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    answers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(id, tx);
+    out.send(&Frame::new(kind).id(id).body(request));
+    let answer = rx.recv_timeout(STATE_WAIT).unwrap_or_else(|_| {
+        answers.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        toolhost_core::state::Answer::failed("unavailable", "the host did not answer the state request")
+            .to_json()
+    });
+    RString::from(answer)
 }
 
 /// The coordinator a module mounted in the worker receives: registrations
@@ -420,21 +423,6 @@ impl FfiCoordinator for WorkerCoordinator {
     /// (bounded, as a call's are).
     fn state(&self, request: RStr<'_>) -> RString {
         let id = self.next_granted.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.answers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, tx);
-        self.out
-            .send(&Frame::new(Kind::GrantedState).id(id).body(request.as_str()));
-        let answer = rx.recv_timeout(STATE_WAIT).unwrap_or_else(|_| {
-            self.answers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id);
-            toolhost_core::state::Answer::failed("unavailable", "the host did not answer the state request")
-                .to_json()
-        });
-        RString::from(answer)
+        ask_host(&self.out, &self.answers, Kind::GrantedState, id, request.as_str())
     }
 }
