@@ -49,7 +49,9 @@
 //!   through [`crate::abi::FfiCoordinator::state`] with a [`Granted`]
 //!   request (ABI 0.3), until the grant expires or the module releases it.
 //!   The host picks the owner here too: a grant is usable only by the mount
-//!   it was issued to, and a host holds at most [`MAX_GRANTS`] of them.
+//!   it was issued to, and a host holds at most [`MAX_GRANTS_PER_MOUNT`]
+//!   per mount and [`MAX_GRANTS`] in all. An isolated module's grants end
+//!   with its worker.
 //!
 //! What it does not guarantee: the host's store is as private as its
 //! database; values are not encrypted by the host. A grant is a capability
@@ -68,9 +70,13 @@ pub const DEFAULT_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// The longest an entry may live (a week).
 pub const MAX_TTL_MS: u64 = 7 * DEFAULT_TTL_MS;
 
-/// Grants one host holds at once (a grant per running background job, or
-/// so): past this a new grant is refused `unavailable`.
+/// Grants one host holds at once, all mounts together: past this a new
+/// grant is refused `unavailable`.
 pub const MAX_GRANTS: usize = 4096;
+/// Grants one module mount holds at once (a grant per running background
+/// job, or so): a module that never releases its grants exhausts its own
+/// quota, not another mount's.
+pub const MAX_GRANTS_PER_MOUNT: usize = 256;
 
 /// What the default method answers: no store here.
 pub const UNSUPPORTED_ANSWER: &str =
@@ -101,10 +107,11 @@ pub enum Request {
         key: String,
     },
     /// Inside a call only: a grant (its token is the answer's value) to
-    /// reach this call's state outside the call, for `ttl_ms` (default
-    /// [`DEFAULT_TTL_MS`], at most [`MAX_TTL_MS`]).
+    /// reach this call's state outside the call, until the module releases
+    /// it (or, for an isolated module, its worker ends), or for `ttl_ms`
+    /// when given (at most [`MAX_TTL_MS`]).
     Grant {
-        /// Lifetime in milliseconds.
+        /// Lifetime in milliseconds; `None`: until released.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ttl_ms: Option<u64>,
     },

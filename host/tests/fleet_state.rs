@@ -440,7 +440,30 @@ fn jobs_across_the_fleet(isolation: &str) {
         !Path::new(&format!("/proc/{pid}")).exists(),
         "the job's process tree is gone"
     );
-    for c in [client, on_a, on_b] {
+
+    // A job whose host shuts down ends with it, and says so to a reader on
+    // another host.
+    let last = rt.block_on(call(
+        &on_a,
+        "bash",
+        json!({"command": "echo before; exec sleep 60", "run_in_background": true}),
+    ));
+    assert_eq!(last.is_error, Some(false), "{}", all_text(&last));
+    let last = output_of(&last)["id"].as_str().unwrap_or_default().to_string();
+    rt.block_on(on_a.cancel()).expect("close the client");
+    let mut hosts = hosts;
+    assert!(
+        hosts[0].terminate(Duration::from_secs(30)),
+        "host A did not stop on SIGTERM:\n{}",
+        hosts[0].log()
+    );
+    let r = rt.block_on(call(&on_b, "bash_output", json!({"id": last})));
+    assert_eq!(r.is_error, Some(false), "{}\n{}", all_text(&r), hosts[0].log());
+    let ended = output_of(&r);
+    assert_eq!(ended["running"], json!(false), "{ended}\n{}", hosts[0].log());
+    assert_eq!(ended["stopped_by"], json!("shutdown"), "{ended}");
+    assert_eq!(ended["stdout"], json!("before\n"), "{ended}");
+    for c in [client, on_b] {
         rt.block_on(c.cancel()).expect("close the client");
     }
 
@@ -450,7 +473,7 @@ fn jobs_across_the_fleet(isolation: &str) {
     let reads_by = served_by(&cluster, "bash_output");
     let kills = served_by(&cluster, "bash_kill");
     // Two refused kills by the other principal, then the real one.
-    assert_eq!((starts.len(), kills.len()), (3, 3), "{}", logs());
+    assert_eq!((starts.len(), kills.len()), (4, 3));
     assert!(
         reads_by.iter().any(|h| h != &starts[0]),
         "no read of the job was served by the host that does not run it: {starts:?} {reads_by:?}"

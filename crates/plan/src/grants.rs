@@ -16,13 +16,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use toolhost_core::state::{check, Answer, Granted, Request, DEFAULT_TTL_MS, MAX_GRANTS, MAX_TTL_MS};
+use toolhost_core::state::{check, Answer, Granted, Request, MAX_GRANTS, MAX_GRANTS_PER_MOUNT, MAX_TTL_MS};
 
 use crate::context::LentState;
 
 struct Grant {
     lent: Arc<dyn LentState>,
-    expires: Instant,
+    /// `None`: until released.
+    expires: Option<Instant>,
+}
+
+impl Grant {
+    fn live(&self, now: Instant) -> bool {
+        self.expires.is_none_or(|at| at > now)
+    }
 }
 
 fn table() -> &'static Mutex<HashMap<String, Grant>> {
@@ -30,10 +37,10 @@ fn table() -> &'static Mutex<HashMap<String, Grant>> {
     TABLE.get_or_init(Default::default)
 }
 
-/// Issues a grant to `lent` (the call's state) for `ttl_ms` (default a
-/// day, capped at a week); the answer's value is the token.
+/// Issues a grant to `lent` (the call's state), until released or for
+/// `ttl_ms` (capped at a week); the answer's value is the token.
 pub fn issue(lent: Arc<dyn LentState>, ttl_ms: Option<u64>) -> Answer {
-    let ttl = Duration::from_millis(ttl_ms.unwrap_or(DEFAULT_TTL_MS).min(MAX_TTL_MS));
+    let ttl = ttl_ms.map(|ms| Duration::from_millis(ms.min(MAX_TTL_MS)));
     let mut bytes = [0u8; 16];
     if let Err(e) = getrandom::fill(&mut bytes) {
         return Answer::failed("unavailable", format!("no randomness for a grant: {e}"));
@@ -41,20 +48,25 @@ pub fn issue(lent: Arc<dyn LentState>, ttl_ms: Option<u64>) -> Answer {
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     let now = Instant::now();
     let mut table = table().lock().unwrap_or_else(PoisonError::into_inner);
-    if table.len() >= MAX_GRANTS {
-        table.retain(|_, g| g.expires > now);
+    table.retain(|_, g| g.live(now));
+    let scope = lent.scope();
+    if table.values().filter(|g| g.lent.scope() == scope).count() >= MAX_GRANTS_PER_MOUNT {
+        return Answer::failed(
+            "unavailable",
+            format!("module '{scope}' holds {MAX_GRANTS_PER_MOUNT} grants already; it must release some"),
+        );
     }
     if table.len() >= MAX_GRANTS {
         return Answer::failed(
             "unavailable",
-            format!("this host holds {MAX_GRANTS} grants already; release some, or retry later"),
+            format!("this host holds {MAX_GRANTS} grants already; retry later"),
         );
     }
     table.insert(
         token.clone(),
         Grant {
             lent,
-            expires: now + ttl,
+            expires: ttl.map(|ttl| now + ttl),
         },
     );
     Answer::ok(Some(token))
@@ -79,9 +91,9 @@ pub fn answer(scope: &str, request: &str) -> String {
         let mut table = table().lock().unwrap_or_else(PoisonError::into_inner);
         let live = table
             .get(&granted.grant)
-            .is_some_and(|g| g.expires > now && g.lent.scope() == scope);
+            .is_some_and(|g| g.live(now) && g.lent.scope() == scope);
         if !live {
-            if table.get(&granted.grant).is_some_and(|g| g.expires <= now) {
+            if table.get(&granted.grant).is_some_and(|g| !g.live(now)) {
                 table.remove(&granted.grant);
             }
             return Answer::failed(
@@ -106,6 +118,25 @@ pub fn answer(scope: &str, request: &str) -> String {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lent.perform(&granted.request)))
         .unwrap_or_else(|_| Answer::failed("unavailable", "the host's state store panicked"))
         .to_json()
+}
+
+/// Ends these grants (an isolated module's, when its worker ended: the
+/// module can no longer release them itself).
+pub fn release_all(tokens: &[String]) {
+    let mut table = table().lock().unwrap_or_else(PoisonError::into_inner);
+    for token in tokens {
+        table.remove(token);
+    }
+}
+
+/// Whether `token` names a grant the table still holds.
+pub fn holds(token: &str) -> bool {
+    let now = Instant::now();
+    table()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(token)
+        .is_some_and(|g| g.live(now))
 }
 
 #[cfg(test)]
@@ -159,6 +190,29 @@ mod tests {
         );
         let forged = answer("bash", &request("00", get()));
         assert!(forged.contains("unsupported"), "{forged}");
+    }
+
+    #[test]
+    fn a_mount_that_never_releases_exhausts_its_own_quota_only() {
+        let counter = |scope: &str| {
+            Arc::new(Counter {
+                scope: scope.into(),
+                calls: AtomicUsize::new(0),
+            })
+        };
+        let hog = counter("hog");
+        let tokens: Vec<String> = (0..MAX_GRANTS_PER_MOUNT)
+            .map(|_| issue(hog.clone(), None).value.expect("within the quota"))
+            .collect();
+        let refused = issue(hog.clone(), None);
+        assert!(!refused.ok, "{refused:?}");
+        assert!(
+            issue(counter("other"), None).ok,
+            "another mount still gets grants"
+        );
+        release_all(&tokens);
+        assert!(!holds(&tokens[0]));
+        assert!(issue(hog, None).ok, "released grants free the quota");
     }
 
     #[test]

@@ -185,6 +185,22 @@ impl HttpServer {
         server
     }
 
+    /// Asks the server to stop as an operator would (SIGTERM) and waits for
+    /// it to exit, at most `within`; whether it exited by then.
+    pub fn terminate(&mut self, within: std::time::Duration) -> bool {
+        // SAFETY: signalling our own child by its pid; it is not reaped yet
+        // (only `wait` below or drop reaps it), so the pid is still its.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let until = std::time::Instant::now() + within;
+        while std::time::Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    }
+
     /// Everything the server has logged so far.
     pub fn log(&self) -> String {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()

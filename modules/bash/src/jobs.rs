@@ -12,7 +12,7 @@ use crate::output::capture::Capture;
 use crate::output::ring::HeadTail;
 use crate::process::spawn::Spawned;
 use crate::runner::{self, Limits, Outcome, Stop, Stream};
-use crate::shared_job::Spool;
+use crate::shared_job::{Spool, SPOOL_EVERY};
 use crate::slots::Slot;
 
 const RUNNING: u8 = 0;
@@ -49,6 +49,8 @@ pub struct Job {
     state: Mutex<JobState>,
     stop: AtomicU8,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// A shared job's spool thread (see [`Job::spool`]).
+    spool_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Job {
@@ -86,10 +88,35 @@ impl Job {
         self.join();
     }
 
+    /// Waits for the job's thread, then for its spool thread (which writes
+    /// the end once the job's thread set it).
     fn join(&self) {
-        let handle = self.thread.lock().ok().and_then(|mut h| h.take());
-        if let Some(handle) = handle {
-            let _ = handle.join();
+        for thread in [&self.thread, &self.spool_thread] {
+            let handle = thread.lock().ok().and_then(|mut h| h.take());
+            if let Some(handle) = handle {
+                let _ = handle.join();
+            }
+        }
+    }
+
+    /// A shared job's spool thread: every [`SPOOL_EVERY`] it writes new
+    /// output and looks for a kill; once the job ended (it is woken then),
+    /// it writes the rest and the end, and returns.
+    fn spool(&self) {
+        let Some((_, spool)) = &self.shared else { return };
+        let lock = || spool.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let outcome = self.state().outcome.clone();
+            if let Some(outcome) = outcome {
+                lock().finish(self, &outcome);
+                return;
+            }
+            if lock().tick(self) {
+                let _ = self
+                    .stop
+                    .compare_exchange(RUNNING, KILL, Ordering::AcqRel, Ordering::Acquire);
+            }
+            std::thread::park_timeout(SPOOL_EVERY);
         }
     }
 }
@@ -155,7 +182,27 @@ impl Jobs {
             }),
             stop: AtomicU8::new(RUNNING),
             thread: Mutex::new(None),
+            spool_thread: Mutex::new(None),
         });
+        let spooler = match job.shared {
+            Some(_) => {
+                let spool_job = job.clone();
+                let started = std::thread::Builder::new()
+                    .name(format!("toolhost-bash-spool-{}", job.id))
+                    .spawn(move || spool_job.spool());
+                match started {
+                    Ok(handle) => Some(handle),
+                    Err(e) => {
+                        if let Some((_, spool)) = &job.shared {
+                            spool.lock().unwrap_or_else(|p| p.into_inner()).abandon();
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
+        let waker = spooler.as_ref().map(|h| h.thread().clone());
         let runner_job = job.clone();
         let deadline = timeout.map(|t| job.started + t);
         let handle = std::thread::Builder::new()
@@ -173,22 +220,38 @@ impl Jobs {
                 let should_stop = || match job.stop.load(Ordering::Acquire) {
                     KILL => Some(Stop::Killed),
                     SHUTDOWN => Some(Stop::Shutdown),
-                    _ => deadline
-                        .filter(|d| Instant::now() >= *d)
-                        .map(|_| Stop::Timeout)
-                        .or_else(|| {
-                            let (_, spool) = job.shared.as_ref()?;
-                            let mut spool = spool.lock().unwrap_or_else(|p| p.into_inner());
-                            spool.tick(&*job)
-                        }),
+                    _ => deadline.filter(|d| Instant::now() >= *d).map(|_| Stop::Timeout),
                 };
                 let outcome = runner::drive(spawned, &mut sink, &should_stop, limits);
-                if let Some((_, spool)) = &job.shared {
-                    let mut spool = spool.lock().unwrap_or_else(|p| p.into_inner());
-                    spool.finish(&*job, &outcome);
-                }
                 job.state().outcome = Some(outcome);
-            })?;
+                if let Some(spooler) = waker {
+                    spooler.unpark();
+                }
+            });
+        let handle = match handle {
+            Ok(handle) => handle,
+            Err(e) => {
+                // The spool thread would wait for an end that never comes.
+                if let Some((_, spool)) = &job.shared {
+                    spool.lock().unwrap_or_else(|p| p.into_inner()).abandon();
+                }
+                job.state().outcome = Some(Outcome {
+                    exit: Some(crate::process::tree::Exit::NotStarted),
+                    stopped: None,
+                    duration: Duration::ZERO,
+                    ended_leftovers: false,
+                    notes: Vec::new(),
+                });
+                if let Some(spooler) = spooler {
+                    spooler.thread().unpark();
+                    let _ = spooler.join();
+                }
+                return Err(e);
+            }
+        };
+        if let Ok(mut slot) = job.spool_thread.lock() {
+            *slot = spooler;
+        }
         if let Ok(mut slot) = job.thread.lock() {
             *slot = Some(handle);
         }

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use toolhost_core::state::StateError;
+use toolhost_core::state::{StateError, MAX_VALUE_BYTES};
 use toolhost_core::{Context, Coordinator, GrantedState, ToolError};
 
 use crate::output::report;
@@ -51,11 +51,9 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 const SILENT_AFTER: Duration = Duration::from_secs(30);
 /// Chunks that may wait unread before the writer holds new output back.
 pub const MAX_UNREAD_CHUNKS: u64 = 8;
-/// Bytes of each stream one chunk keeps (head and tail); well under the
-/// store's value bound with both streams and JSON escaping.
+/// Bytes of each stream one chunk keeps at most (head and tail; less when
+/// its JSON would not fit the store's value bound, see [`chunk`]).
 const CHUNK_BYTES: usize = 256 * 1024;
-/// The grant of a job without a timeout: the store's longest (a week).
-const NO_TIMEOUT_GRANT: Duration = Duration::from_millis(toolhost_core::state::MAX_TTL_MS);
 
 /// The job's status record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -138,10 +136,10 @@ pub fn prepare(
     ctx: &Context<'_>,
     coordinator: &Coordinator,
     command: &str,
-    timeout: Option<Duration>,
 ) -> Result<Option<Prepared>, ToolError> {
-    let ttl = timeout.map_or(NO_TIMEOUT_GRANT, |t| t + Duration::from_secs(3600));
-    let grant = match ctx.state_grant(Some(ttl.min(NO_TIMEOUT_GRANT))) {
+    // Held until the job's end is written (or its worker ends): a job may
+    // run for longer than any fixed lifetime.
+    let grant = match ctx.state_grant(None) {
         Ok(grant) => grant,
         Err(StateError::Unsupported) => return Ok(None),
         Err(e) => return Err(unavailable(e)),
@@ -180,7 +178,9 @@ pub trait Output {
     fn take(&self) -> (HeadTail, HeadTail);
 }
 
-/// The running side: what the job's thread writes.
+/// The running side: what the job's spool thread writes. It runs apart
+/// from the thread that drives the command, so a slow or unreachable store
+/// never holds up the command's pipes, its timeout or a local kill.
 #[derive(Debug)]
 pub struct Spool {
     handle: String,
@@ -189,7 +189,6 @@ pub struct Spool {
     /// records, which a late write would bring back).
     state: Option<GrantedState>,
     status: Status,
-    next_tick: Instant,
     last_status: Instant,
     /// A chunk taken from the buffers whose write failed: written first next
     /// time, so a store outage loses no output (at most this one chunk and
@@ -202,77 +201,101 @@ impl Spool {
     pub fn new(prepared: Prepared, pid: i32) -> Spool {
         let mut status = prepared.status;
         status.pid = pid;
-        let now = Instant::now();
         Spool {
             handle: prepared.handle,
             state: Some(prepared.state),
             status,
-            next_tick: now,
-            last_status: now - HEARTBEAT,
+            last_status: Instant::now() - HEARTBEAT,
             pending: None,
         }
     }
 
-    /// Every [`SPOOL_EVERY`]: writes new output, and answers `Killed` when
-    /// a `bash_kill` (on any host) asked for it.
-    pub fn tick(&mut self, output: &dyn Output) -> Option<Stop> {
-        let now = Instant::now();
-        if now < self.next_tick {
-            return None;
-        }
-        self.next_tick = now + SPOOL_EVERY;
-        let state = self.state.as_ref()?;
+    /// Every [`SPOOL_EVERY`]: writes new output (and the status, with it or
+    /// every [`HEARTBEAT`]); answers whether a `bash_kill` on any host asked
+    /// for the job's end.
+    pub fn tick(&mut self, output: &dyn Output) -> bool {
+        let Some(state) = &self.state else { return false };
         let killed = matches!(state.get(&kill_key(&self.handle)), Ok(Some(_)));
-        self.write(output, false);
-        killed.then_some(Stop::Killed)
+        if self.write_chunk(output, false) || self.last_status.elapsed() >= HEARTBEAT {
+            self.write_status();
+        }
+        killed
     }
 
     /// Writes what the buffers hold now (a read on this host is about to
     /// take it from the store).
     pub fn flush(&mut self, output: &dyn Output) {
-        self.write(output, false);
+        if self.write_chunk(output, false) {
+            self.write_status();
+        }
     }
 
-    /// The job ended: its last output and its end, then the grant goes.
+    /// The job ended: every chunk first, then the status with the end, once
+    /// (a read that sees the end removes the records: nothing may follow
+    /// it); then the grant goes. The end is tried a few times, a store
+    /// outage at that moment being the likeliest reason it fails.
     pub fn finish(&mut self, output: &dyn Output, outcome: &Outcome) {
+        if self.state.is_none() {
+            return;
+        }
+        while self.write_chunk(output, true) {}
         let mut end = Map::new();
         end_fields(&mut end, outcome);
         self.status.end = Some(end);
-        self.write(output, true);
-        if output.has_output() {
-            // A chunk held back by a failed write went first; now the rest.
-            self.write(output, true);
+        for _ in 0..FINAL_TRIES {
+            if self.write_status() {
+                break;
+            }
+            std::thread::sleep(SPOOL_EVERY);
         }
         self.state = None;
     }
 
-    fn write(&mut self, output: &dyn Output, last: bool) {
-        let Some(state) = &self.state else { return };
+    /// The job never started: its status goes, and the grant.
+    pub fn abandon(&mut self) {
+        if let Some(state) = self.state.take() {
+            let _ = state.delete(&self.handle);
+        }
+    }
+
+    /// Writes the next chunk (the one a failed write held, or the buffers'
+    /// new output, when readers have room for it, or `last`); whether one
+    /// was written.
+    fn write_chunk(&mut self, output: &dyn Output, last: bool) -> bool {
+        let Some(state) = &self.state else { return false };
         if self.pending.is_none() && output.has_output() && (last || self.has_room()) {
             let (out, err) = output.take();
-            if !out.is_empty() || !err.is_empty() {
-                self.pending = Some(chunk(&out, &err));
-            }
+            self.pending = Some(chunk(&out, &err));
         }
-        let mut changed = false;
-        if let Some(pending) = &self.pending {
-            let text = serde_json::to_string(pending).unwrap_or_default();
-            if state
-                .put(&chunk_key(&self.handle, self.status.chunks), &text, None)
-                .is_ok()
-            {
+        let Some(pending) = &self.pending else {
+            return false;
+        };
+        let text = serde_json::to_string(pending).unwrap_or_default();
+        match state.put(&chunk_key(&self.handle, self.status.chunks), &text, None) {
+            Ok(()) => {
                 self.pending = None;
                 self.status.chunks += 1;
-                changed = true;
+                true
             }
-        }
-        if changed || last || self.last_status.elapsed() >= HEARTBEAT {
-            self.status.updated_ms = now_ms();
-            let text = serde_json::to_string(&self.status).unwrap_or_default();
-            if state.put(&self.handle, &text, None).is_ok() {
-                self.last_status = Instant::now();
+            // Sized to fit, so this is a bug; dropping the chunk beats
+            // holding every later one back behind it.
+            Err(StateError::TooLarge(_)) | Err(StateError::BadRequest(_)) => {
+                self.pending = None;
+                false
             }
+            Err(_) => false,
         }
+    }
+
+    fn write_status(&mut self) -> bool {
+        let Some(state) = &self.state else { return false };
+        self.status.updated_ms = now_ms();
+        let text = serde_json::to_string(&self.status).unwrap_or_default();
+        let written = state.put(&self.handle, &text, None).is_ok();
+        if written {
+            self.last_status = Instant::now();
+        }
+        written
     }
 
     /// Whether readers have taken enough chunks for another.
@@ -288,16 +311,30 @@ impl Spool {
     }
 }
 
+/// Tries to write a job's end before giving up.
+const FINAL_TRIES: usize = 8;
+
+/// A chunk of `out` and `err` whose JSON fits the store's value bound:
+/// escaping can make JSON text up to six times the bytes it holds
+/// (control bytes as `\u00XX`), so the slice kept shrinks until it fits.
 fn chunk(out: &HeadTail, err: &HeadTail) -> Chunk {
-    let o = out.render(CHUNK_BYTES);
-    let e = err.render(CHUNK_BYTES);
-    Chunk {
-        stdout: o.text,
-        stdout_bytes: out.total(),
-        stderr: e.text,
-        stderr_bytes: err.total(),
-        cut: o.cut + e.cut,
-        lossy: o.lossy || e.lossy,
+    let mut budget = CHUNK_BYTES;
+    loop {
+        let o = out.render(budget);
+        let e = err.render(budget);
+        let chunk = Chunk {
+            stdout: o.text,
+            stdout_bytes: out.total(),
+            stderr: e.text,
+            stderr_bytes: err.total(),
+            cut: o.cut + e.cut,
+            lossy: o.lossy || e.lossy,
+        };
+        let size = serde_json::to_string(&chunk).map_or(0, |t| t.len());
+        if size <= MAX_VALUE_BYTES || budget <= 1024 {
+            return chunk;
+        }
+        budget /= 2;
     }
 }
 
@@ -336,11 +373,23 @@ pub fn expired(handle: &str) -> ToolError {
 /// Whether the caller (lent state) has a job under `handle`. `Ok(None)`:
 /// this call is lent no state.
 pub fn exists(ctx: &Context<'_>, handle: &str) -> Result<Option<bool>, ToolError> {
+    if !is_handle(handle) {
+        // Not a fleet job's handle (those of jobs kept in memory are
+        // `job-N`): the caller's in-memory jobs answer it.
+        return Ok(None);
+    }
     match ctx.state_get(handle) {
         Ok(found) => Ok(Some(found.is_some())),
         Err(StateError::Unsupported) => Ok(None),
         Err(e) => Err(unavailable(e)),
     }
+}
+
+/// Whether `id` has the shape of a fleet job's handle: `job-` and 16
+/// lowercase hex digits (checked before it becomes part of a store key).
+pub fn is_handle(id: &str) -> bool {
+    id.strip_prefix("job-")
+        .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 /// What a job printed since the last read, from the store, and whether it
@@ -356,18 +405,26 @@ pub fn read(
             .map_err(|e| ToolError::new("internal", format!("the job's status record is damaged: {e}")))?,
         None => return Err(expired(handle)),
     };
+    // The writer never leaves more than MAX_UNREAD_CHUNKS unread (and two
+    // more at the end): a cursor lost to expiry or eviction costs no more
+    // than that many lookups.
+    let floor = status.chunks.saturating_sub(MAX_UNREAD_CHUNKS + 2);
     let read_upto = ctx
         .state_get(&cursor_key(handle))
         .map_err(unavailable)?
         .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .max(floor);
+    let mut missing = 0u64;
     let (mut stdout, mut stderr) = (HeadTail::new(cap), HeadTail::new(cap));
     let (mut out_bytes, mut err_bytes, mut cut, mut lossy) = (0u64, 0u64, 0u64, false);
     for n in read_upto..status.chunks {
-        let Some(text) = ctx.state_get(&chunk_key(handle, n)).map_err(unavailable)? else {
-            continue; // expired, or another read took it
-        };
-        let Ok(chunk) = serde_json::from_str::<Chunk>(&text) else {
+        let chunk = ctx
+            .state_get(&chunk_key(handle, n))
+            .map_err(unavailable)?
+            .and_then(|text| serde_json::from_str::<Chunk>(&text).ok());
+        let Some(chunk) = chunk else {
+            missing += 1; // expired, evicted, or another read took it
             continue;
         };
         stdout.push(chunk.stdout.as_bytes());
@@ -397,6 +454,16 @@ pub fn read(
         out.entry("cut_note").or_insert_with(|| {
             json!("parts of the output were dropped in the middle (head and tail kept); no copy is kept")
         });
+    }
+    if missing > 0 {
+        out.insert("missing_chunks".into(), json!(missing));
+        out.insert(
+            "missing_note".into(),
+            json!(format!(
+                "{missing} slice(s) of this job's output were gone from the store before this read (expired, \
+                 evicted by newer entries, or returned to a read at the same moment)"
+            )),
+        );
     }
     if lossy {
         out.insert(
@@ -445,4 +512,32 @@ pub fn ended(ctx: &Context<'_>, handle: &str) -> Result<bool, ToolError> {
         return Ok(true);
     };
     Ok(serde_json::from_str::<Status>(&text).is_ok_and(|s| s.end.is_some()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_fits_the_store_however_its_bytes_escape() {
+        // Control bytes escape to six bytes of JSON each; invalid UTF-8
+        // becomes three-byte U+FFFD.
+        for byte in [0x01u8, 0xff, b'a'] {
+            let mut out = HeadTail::new(4 * 1024 * 1024);
+            out.push(&vec![byte; 3 * 1024 * 1024]);
+            let chunk = chunk(&out, &HeadTail::new(16));
+            let size = serde_json::to_string(&chunk).unwrap().len();
+            assert!(size <= MAX_VALUE_BYTES, "byte {byte:#x}: {size} bytes of JSON");
+            assert_eq!(chunk.stdout_bytes, 3 * 1024 * 1024);
+            assert!(chunk.cut > 0, "what was left out is counted");
+        }
+    }
+
+    #[test]
+    fn only_fleet_handles_become_store_keys() {
+        assert!(is_handle("job-0123456789abcdef"));
+        for id in ["job-1", "", "job-0123456789ABCDEF", "job-0123456789abcdef/0", "job-0123456789abcde"] {
+            assert!(!is_handle(id), "{id:?}");
+        }
+    }
 }

@@ -27,6 +27,9 @@ pub enum Kind {
     Call,
     /// Host: cancel call `id`.
     Cancel,
+    /// Host: run the module's cleanup and exit (the host keeps answering
+    /// state requests meanwhile).
+    Shutdown,
     /// Worker: call `id` answered `body` (a ToolResult).
     Result,
     /// Worker: call `id` reported progress `body`.

@@ -65,6 +65,9 @@ struct Live {
     killed: AtomicBool,
     /// Being shut down by the host (not a crash).
     closing: AtomicBool,
+    /// Grants the module was given (see `toolhost_plan::grants`): released
+    /// when the worker ends, since the module can no longer release them.
+    grants: Mutex<Vec<String>>,
 }
 
 /// A call in flight: where its replies go, and what the worker sent for it.
@@ -74,6 +77,30 @@ struct Waiter {
 }
 
 impl Live {
+    /// Keeps the token when `request` asked for a grant and got one, so
+    /// the grant ends with this worker. Tokens released meanwhile are
+    /// dropped from the list as it grows, so it stays as short as the
+    /// grants held (the table caps those per mount).
+    fn note_grant(&self, request: &str, answer: &str) {
+        use toolhost_core::state::{Answer, Request, MAX_GRANTS_PER_MOUNT};
+        if !matches!(serde_json::from_str(request), Ok(Request::Grant { .. })) {
+            return;
+        }
+        let Ok(Answer {
+            ok: true,
+            value: Some(token),
+            ..
+        }) = serde_json::from_str(answer)
+        else {
+            return;
+        };
+        let mut grants = self.grants.lock().unwrap_or_else(PoisonError::into_inner);
+        if grants.len() >= MAX_GRANTS_PER_MOUNT {
+            grants.retain(|t| toolhost_plan::grants::holds(t));
+        }
+        grants.push(token);
+    }
+
     fn send(&self, frame: &Frame) -> std::io::Result<()> {
         let line = frame.line();
         let mut input = self.input.lock().unwrap_or_else(PoisonError::into_inner);
@@ -195,6 +222,7 @@ impl Supervisor {
             pending: Mutex::new(Some(HashMap::new())),
             killed: AtomicBool::new(false),
             closing: AtomicBool::new(false),
+            grants: Mutex::default(),
         });
         let mut reader = BufReader::new(output);
         let mut meter = Meter::new(self.limits.clone(), self.names.clone());
@@ -411,6 +439,8 @@ impl Supervisor {
                 details.insert("limit".into(), cap.details());
             }
         }
+        let grants = std::mem::take(&mut *live.grants.lock().unwrap_or_else(PoisonError::into_inner));
+        toolhost_plan::grants::release_all(&grants);
         let orphans = live
             .pending
             .lock()
@@ -575,6 +605,7 @@ impl Supervisor {
                 Ok(Reply::Log(lvl, message)) => ctx.log(lvl, RStr::from_str(&message)),
                 Ok(Reply::State(request)) => {
                     let answer = ctx.state(RStr::from_str(&request));
+                    live.note_grant(&request, answer.as_str());
                     let _ = live.send(&Frame::new(Kind::StateAnswer).id(id).body(answer.as_str()));
                 }
                 Ok(Reply::Crashed(ended)) => {
@@ -615,7 +646,12 @@ impl Supervisor {
     pub fn shutdown(&self, grace: Duration) {
         let Some(live) = self.state.take() else { return };
         live.closing.store(true, Ordering::SeqCst);
-        drop(live.input.lock().unwrap_or_else(PoisonError::into_inner).take());
+        // Asked, not cut off: the worker runs the module's cleanup while
+        // the host still answers its state requests (a background job
+        // writes its end then), and exits.
+        if live.send(&Frame::new(Kind::Shutdown)).is_err() {
+            drop(live.input.lock().unwrap_or_else(PoisonError::into_inner).take());
+        }
         let deadline = std::time::Instant::now() + grace;
         while std::time::Instant::now() < deadline {
             if live
@@ -628,6 +664,7 @@ impl Supervisor {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+        drop(live.input.lock().unwrap_or_else(PoisonError::into_inner).take());
         live.process.kill();
     }
 }
@@ -642,7 +679,7 @@ const MAX_REPLY_BYTES: usize = 64 * 1024;
 /// stay for the host's life.
 const MAX_REPORTS: usize = 16;
 /// Granted state requests of one worker answered at once.
-const MAX_GRANTED_IN_FLIGHT: usize = 4;
+const MAX_GRANTED_IN_FLIGHT: usize = 16;
 const MAX_REPORT_BYTES: usize = 64 * 1024;
 
 /// How long a worker may take to open and mount its library: 30 s, or

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
 use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
-use toolhost_core::abi::{FfiContext, FfiContext_TO, FfiCoordinator, FfiCoordinator_TO, FfiToolBox};
+use toolhost_core::abi::{
+    FfiCleanupBox, FfiContext, FfiContext_TO, FfiCoordinator, FfiCoordinator_TO, FfiToolBox,
+};
 
 use super::frame::{Frame, Kind};
 use crate::cancel::CancelToken;
@@ -149,7 +151,7 @@ fn serve(mut input: BufReader<File>, out: &Out) {
         .unwrap_or_else(PoisonError::into_inner)
         .take()
         .unwrap_or_default();
-    let mut cleanup = match outcome {
+    let cleanup = match outcome {
         ROk(cleanup) => cleanup,
         RErr(message) => {
             let message = format!("module '{}': mount failed: {message}", library.manifest.name);
@@ -179,10 +181,10 @@ fn serve(mut input: BufReader<File>, out: &Out) {
         out: out.clone(),
         idle: AtomicUsize::new(1),
         answers,
+        cleanup: Mutex::new(Some(cleanup)),
     });
     calls.serve();
-    drop(calls);
-    cleanup.cleanup();
+    calls.clean_up();
 }
 
 /// The worker's call threads. Whichever idle thread holds `input` reads
@@ -200,6 +202,9 @@ struct Calls {
     idle: AtomicUsize,
     /// Where the host's answer to each call's state request goes.
     answers: Answers,
+    /// The module's cleanup, run once: at the host's `Shutdown` (while
+    /// another thread reads the host's answers), or when its input ends.
+    cleanup: Mutex<Option<FfiCleanupBox>>,
 }
 
 /// A pending state request (a running call's, by call id, or the
@@ -241,8 +246,25 @@ impl Calls {
                         let _ = waiting.try_send(frame.body_text().to_string());
                     }
                 }
+                Kind::Shutdown => {
+                    // This thread stops reading: another reads the answers
+                    // to what the cleanup asks the host.
+                    if self.idle.fetch_sub(1, Ordering::SeqCst) == 1 {
+                        self.start_reader();
+                    }
+                    self.clean_up();
+                    std::process::exit(0);
+                }
                 other => eprintln!("toolhost worker: ignored an unexpected {other:?} frame"),
             }
+        }
+    }
+
+    /// Runs the module's cleanup, the first time only.
+    fn clean_up(&self) {
+        let cleanup = self.cleanup.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(mut cleanup) = cleanup {
+            cleanup.cleanup();
         }
     }
 

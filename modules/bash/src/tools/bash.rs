@@ -97,12 +97,7 @@ impl Tool for Bash {
         // A call lent shared state starts a job any host of the fleet can
         // read: its handle and status are in the store before it runs.
         let prepared = if background {
-            shared_job::prepare(
-                ctx,
-                &self.coordinator,
-                &input.command,
-                input.timeout.map(|_| timeout),
-            )?
+            shared_job::prepare(ctx, &self.coordinator, &input.command)?
         } else {
             None
         };
