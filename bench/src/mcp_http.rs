@@ -1,7 +1,11 @@
 //! The MCP server over streamable HTTP, beside stdio in the same run: a
 //! minimal HTTP/1.1 keep-alive client (std only) makes small `tools/call`s
 //! one after another, as an agent does, and the median round trip is held
-//! to 1.5× the stdio round trip measured just before.
+//! to 1.5× the stdio round trip measured just before. The same calls in a
+//! 2025-11-25 session and as 2026-07-28 stateless requests (no session;
+//! version, client and capabilities in each request's `_meta`, the method
+//! and tool named in headers) alternate on one server, so the stateless
+//! revision is compared with the session one in the same run.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -15,27 +19,41 @@ use crate::report::{Bench, Row, Stats};
 
 const GROUP: &str = "mcp";
 const TOKEN: &str = "bench-token";
+/// The revision of the session client.
+const SESSION_VERSION: &str = "2025-11-25";
+/// The stateless revision.
+const STATELESS_VERSION: &str = "2026-07-28";
 
 /// Round trips of `tools/call echo` over HTTP; adds the HTTP row and the
 /// ratio to `stdio_median`.
 pub fn run(b: &mut Bench, bin: &Path, plan: &Path, cwd: &Path, stdio_median: Duration) -> anyhow::Result<()> {
     let mut server = HttpServer::start(bin, plan, cwd)?;
     let result = (|| {
-        let mut client = Client::connect(&server.addr)?;
+        let mut client = Client::connect(&server.addr, SESSION_VERSION)?;
         client.initialize()?;
+        let mut stateless = Client::connect(&server.addr, STATELESS_VERSION)?;
         let call = json!({"name": "echo", "arguments": {"message": "hello"}});
+        let stateless_call = json!({"name": "echo", "arguments": {"message": "hello"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+            "io.modelcontextprotocol/clientInfo": {"name": "toolhost-bench", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}});
         for _ in 0..50 {
-            let answer = client.request("tools/call", call.clone())?;
-            anyhow::ensure!(
-                answer["result"]["isError"] == json!(false),
-                "echo failed: {answer}"
-            );
+            for (client, call) in [(&mut client, &call), (&mut stateless, &stateless_call)] {
+                let answer = client.request("tools/call", call.clone())?;
+                anyhow::ensure!(
+                    answer["result"]["isError"] == json!(false),
+                    "echo failed: {answer}"
+                );
+            }
         }
-        let mut trips = Vec::new();
+        let (mut trips, mut stateless_trips) = (Vec::new(), Vec::new());
         for _ in 0..b.n(2000).max(200) {
             let started = Instant::now();
             client.request("tools/call", call.clone())?;
             trips.push(started.elapsed());
+            let started = Instant::now();
+            stateless.request("tools/call", stateless_call.clone())?;
+            stateless_trips.push(started.elapsed());
         }
         let (cpu, _) = crate::mcp::rounds(b, server.child.id(), || {
             client.request("tools/call", call.clone()).map(drop)
@@ -46,12 +64,27 @@ pub fn run(b: &mut Bench, bin: &Path, plan: &Path, cwd: &Path, stdio_median: Dur
             .and_then(|v| v.split_whitespace().next())
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0);
-        Ok((Stats::of(trips), Stats::of(cpu), rss))
+        Ok((Stats::of(trips), Stats::of(stateless_trips), Stats::of(cpu), rss))
     })();
     server.stop();
-    let (stats, cpu, rss_kib) = result?;
+    let (stats, stateless, cpu, rss_kib) = result?;
+    let revisions = stateless.median.as_secs_f64() / stats.median.as_secs_f64().max(1e-9);
     let ratio = stats.median.as_secs_f64() / stdio_median.as_secs_f64().max(1e-9);
     b.row(GROUP, "tools/call echo over HTTP: client round trip", stats, None);
+    b.row(
+        GROUP,
+        "tools/call echo over HTTP, 2026-07-28 stateless: client round trip",
+        stateless,
+        None,
+    );
+    b.rows.push(Row {
+        group: GROUP,
+        name: format!("HTTP 2026-07-28 stateless / 2025-11-25 session round trip, same run: {revisions:.2}×"),
+        stats: Stats::of(vec![Duration::ZERO]),
+        target: Some("≤ 1.05× (no slower, within noise)".into()),
+        met: Some(revisions <= 1.05),
+        value: None,
+    });
     b.row(GROUP, "tools/call echo over HTTP: server CPU per call", cpu, None);
     b.rows.push(Row {
         group: GROUP,
@@ -123,18 +156,20 @@ impl HttpServer {
 struct Client {
     stream: BufReader<TcpStream>,
     addr: String,
+    version: &'static str,
     session: Option<String>,
     next_id: u64,
 }
 
 impl Client {
-    fn connect(addr: &str) -> anyhow::Result<Client> {
+    fn connect(addr: &str, version: &'static str) -> anyhow::Result<Client> {
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
         Ok(Client {
             stream: BufReader::new(stream),
             addr: addr.to_string(),
+            version,
             session: None,
             next_id: 1,
         })
@@ -143,7 +178,7 @@ impl Client {
     fn initialize(&mut self) -> anyhow::Result<()> {
         let init = self.request(
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            json!({"protocolVersion": self.version, "capabilities": {},
                    "clientInfo": {"name": "toolhost-bench", "version": "0"}}),
         )?;
         anyhow::ensure!(init.get("result").is_some(), "initialize failed: {init}");
@@ -175,10 +210,21 @@ impl Client {
         let mut head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\
              Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             MCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n",
+             MCP-Protocol-Version: {}\r\nContent-Length: {}\r\n",
             self.addr,
+            self.version,
             body.len()
         );
+        if self.version == STATELESS_VERSION {
+            // The stateless revision names the method and tool in headers
+            // that must match the body.
+            if let Some(method) = message["method"].as_str() {
+                head.push_str(&format!("Mcp-Method: {method}\r\n"));
+            }
+            if let Some(name) = message["params"]["name"].as_str() {
+                head.push_str(&format!("Mcp-Name: {name}\r\n"));
+            }
+        }
         if let Some(session) = &self.session {
             head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
         }

@@ -195,7 +195,7 @@ impl<'a> Context<'a> {
 
     /// A grant to reach this call's state after the call, for `ttl` (the
     /// host's default, a day, when `None`): hand it to
-    /// [`crate::Coordinator::granted_state`]. `Err(Unsupported)` when the
+    /// [`crate::GrantedState::new`]. `Err(Unsupported)` when the
     /// host lends this call no state.
     pub fn state_grant(&self, ttl: Option<Duration>) -> Result<String, crate::state::StateError> {
         let ttl_ms = ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));

@@ -93,13 +93,6 @@ impl Coordinator {
             .log(level.to_abi(), RStr::from_str(message.as_ref()));
     }
 
-    /// The state of the call that gave `grant` (see
-    /// [`super::context::Context::state_grant`]), usable from any thread
-    /// until the grant expires; dropping it releases the grant.
-    pub fn granted_state(&self, grant: String) -> super::granted::GrantedState {
-        super::granted::GrantedState::new(self.clone(), grant)
-    }
-
     pub(crate) fn ffi_state(&self, request: RStr<'_>) -> abi_stable::std_types::RString {
         self.inner.ffi.state(request)
     }

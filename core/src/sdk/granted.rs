@@ -17,8 +17,15 @@ pub struct GrantedState {
 }
 
 impl GrantedState {
-    pub(crate) fn new(coordinator: Coordinator, grant: String) -> Self {
-        GrantedState { coordinator, grant }
+    /// The state of the call that gave `grant` (see
+    /// [`crate::Context::state_grant`]), reached through the mount's
+    /// `coordinator`, from any thread, until the grant is released (when
+    /// this is dropped) or expires.
+    pub fn new(coordinator: &Coordinator, grant: String) -> Self {
+        GrantedState {
+            coordinator: coordinator.clone(),
+            grant,
+        }
     }
 
     /// The value of `key`, if set and not expired.

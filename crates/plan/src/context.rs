@@ -33,17 +33,7 @@ pub struct CallContext {
     pub state: Option<Arc<dyn LentState>>,
 }
 
-/// A state store lent to one call (see `toolhost_core::state`): the host
-/// has fixed the owner and mount, and checked the request's bounds.
-/// Blocking: the tool's `execute` runs on a blocking thread.
-pub trait LentState: Send + Sync {
-    /// Performs one operation (`get`, `put`, `delete`).
-    fn perform(&self, request: &toolhost_core::state::Request) -> toolhost_core::state::Answer;
-
-    /// The module mount the state is scoped to: a grant of it is usable by
-    /// that mount's coordinator only.
-    fn scope(&self) -> &str;
-}
+pub use crate::lent::LentState;
 
 /// The answer to one `state` request of a tool: parsed, bounded, performed
 /// by `lent` (or `unsupported` without one). Shared by the in-process

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use toolhost_core::state::{check, Answer, Granted, Request, MAX_GRANTS, MAX_GRANTS_PER_MOUNT, MAX_TTL_MS};
 
-use crate::context::LentState;
+use crate::lent::LentState;
 
 struct Grant {
     lent: Arc<dyn LentState>,

@@ -32,6 +32,7 @@ pub mod escape;
 pub mod fingerprint;
 pub mod governance;
 pub mod grants;
+pub mod lent;
 pub mod pin;
 pub mod plan;
 pub mod private_file;

@@ -144,7 +144,7 @@ pub fn prepare(
         Err(StateError::Unsupported) => return Ok(None),
         Err(e) => return Err(unavailable(e)),
     };
-    let state = coordinator.granted_state(grant);
+    let state = GrantedState::new(coordinator, grant);
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes)
         .map_err(|e| ToolError::new("spawn_failed", format!("no randomness for a job handle: {e}")))?;
@@ -536,7 +536,13 @@ mod tests {
     #[test]
     fn only_fleet_handles_become_store_keys() {
         assert!(is_handle("job-0123456789abcdef"));
-        for id in ["job-1", "", "job-0123456789ABCDEF", "job-0123456789abcdef/0", "job-0123456789abcde"] {
+        for id in [
+            "job-1",
+            "",
+            "job-0123456789ABCDEF",
+            "job-0123456789abcdef/0",
+            "job-0123456789abcde",
+        ] {
             assert!(!is_handle(id), "{id:?}");
         }
     }
