@@ -137,12 +137,12 @@ impl Registry {
     /// (a module's `.alias("Bash")`); under a canonical tool's name it is
     /// a second shape only when `colliding_families` names its family.
     pub fn add_profile(&mut self, profile: Profile, colliding_families: &[String]) -> ProfileAdded {
-        let Some(target) = self.canonical(&profile.def.tool) else {
+        let Some(target) = self.canonical(profile.tool()) else {
             return ProfileAdded::ToolMissing;
         };
         let name = profile.name().to_string();
         if self.tools.contains_key(&name) {
-            if !colliding_families.contains(&profile.def.family) {
+            if !colliding_families.iter().any(|f| f == profile.family()) {
                 return ProfileAdded::NameTaken;
             }
             self.shapes.insert(name, Arc::new(profile));

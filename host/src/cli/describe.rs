@@ -20,12 +20,12 @@ pub(super) fn run(host: &Host, name: &str) -> ExitCode {
         .and_then(|r| r.profile.filter(|_| !r.alternative))
     {
         spec["name"] = json!(name);
-        spec["input_schema"] = profile.def.schema.clone();
-        if let Some(description) = &profile.def.description {
+        spec["input_schema"] = profile.def().schema.clone();
+        if let Some(description) = &profile.def().description {
             spec["description"] = json!(description);
         }
         spec["alias_of"] = json!(tool.name());
-        spec["family"] = json!(profile.def.family);
+        spec["family"] = json!(profile.family());
     }
     spec["module"] = json!({
         "name": tool.module.name,

@@ -281,26 +281,22 @@ impl Host {
     fn add_alias_profiles(&self) -> Result<(), AliasError> {
         let plan_names: std::collections::HashSet<&str> =
             self.plan.alias_profiles.iter().map(|p| p.name.as_str()).collect();
-        let builtin = crate::alias::builtin()
+        let mut profiles: Vec<crate::alias::Profile> = crate::alias::builtin()
             .iter()
-            .filter(|p| !plan_names.contains(p.name.as_str()))
-            .map(|def| (def.clone(), true));
-        let planned = self
-            .plan
-            .alias_profiles
-            .iter()
-            .map(|def| (Arc::new(def.clone()), false));
+            .filter(|p| !plan_names.contains(p.name()))
+            .map(crate::alias::Profile::builtin)
+            .collect();
+        // A plan's profile is checked and compiled now, so that a broken
+        // one fails the load; a built-in one is read when first used.
+        for def in &self.plan.alias_profiles {
+            profiles.push(crate::alias::Profile::new(def.clone())?);
+        }
         let mut registry = self.registry.write().map_err(|_| AliasError::Poisoned)?;
         let colliding = &self.plan.host.colliding_families;
-        for (def, built_in) in builtin.chain(planned) {
-            // A plan's profile is compiled now, so that a broken one fails
-            // the load; a built-in one when first called.
-            let profile = match built_in {
-                true => crate::alias::Profile::builtin(def.clone())?,
-                false => crate::alias::Profile::new(def.clone())?,
-            };
+        for profile in profiles {
+            let (alias, tool) = (profile.name().to_string(), profile.tool().to_string());
             let added = registry.add_profile(profile, colliding);
-            tracing::debug!(alias = %def.name, tool = %def.tool, ?added, "alias profile");
+            tracing::debug!(%alias, %tool, ?added, "alias profile");
         }
         // Policy rules match the canonical tool's names; a rule written for
         // a profile-only name (MultiEdit, WebFetch) would silently match

@@ -158,8 +158,8 @@ fn refusal(id: &str, message: String, violations: Vec<Value>, profile: &Profile,
     ToolResult::failure(id, Status::ValidationError, codes::INVALID_INPUT, message).with_details(json!({
         "violations": violations,
         "alias": profile.name(),
-        "family": profile.def.family,
-        "tool": profile.def.tool,
+        "family": profile.family(),
+        "tool": profile.tool(),
         "stage": stage,
     }))
 }

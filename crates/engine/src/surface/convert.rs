@@ -31,11 +31,11 @@ fn alias_tool(name: &str, spec: &ToolSpec, profile: Option<&Profile>) -> Tool {
     let mut listed = tool(spec);
     listed.name = name.to_string().into();
     let runs_as = format!(" (runs toolhost's `{}`)", spec.name);
-    listed.description = Some(match profile.and_then(|p| p.def.description.clone()) {
+    listed.description = Some(match profile.and_then(|p| p.def().description.clone()) {
         Some(own) => format!("{own}{runs_as}").into(),
         None => format!("{}{runs_as}", spec.description).into(),
     });
-    if let Some(Value::Object(schema)) = profile.map(|p| &p.def.schema) {
+    if let Some(Value::Object(schema)) = profile.map(|p| &p.def().schema) {
         listed.input_schema = Arc::new(schema.clone());
         // The output is the canonical tool's, whatever the input's shape.
     }

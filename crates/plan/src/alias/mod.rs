@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 pub use mapping::MapError;
@@ -138,11 +139,17 @@ pub enum RuleConflict {
 /// A checked profile with its schema compiled on first use.
 #[derive(Debug)]
 pub struct Profile {
-    /// Its definition, shared: a built-in one stays in [`builtin`]'s table
-    /// (copying the families' schemas at every start cost more than
-    /// parsing them).
-    pub def: Arc<ProfileDef>,
+    def: Source,
     validator: OnceLock<Result<jsonschema::Validator, ProfileError>>,
+}
+
+/// Where a profile's definition comes from.
+#[derive(Debug)]
+enum Source {
+    /// A plan's `[[alias_profiles]]` entry, checked and compiled at load.
+    Plan(Arc<ProfileDef>),
+    /// A built-in one: its definition stays in [`builtin`]'s table.
+    Builtin(&'static Builtin),
 }
 
 impl Profile {
@@ -150,66 +157,66 @@ impl Profile {
     /// the schema has, and a schema that compiles (compiled here, so a
     /// plan's broken profile fails the load and `toolhost check`).
     pub fn new(def: impl Into<Arc<ProfileDef>>) -> Result<Profile, ProfileError> {
-        let profile = Profile::checked(def)?;
-        let compiled = compile(&profile.def)?;
-        let _ = profile.validator.set(Ok(compiled));
-        Ok(profile)
-    }
-
-    /// A built-in profile ([`builtin`]): checked like [`Profile::new`], but
-    /// its schema is compiled on first use. Compiling the built-in
-    /// families' fifteen schemas (and, for the first, JSON Schema's own
-    /// meta-schema) was about a tenth of the CPU `toolhost serve` spent
-    /// before answering `initialize` (~0.6 ms; perf profile of 10 starts),
-    /// mostly for profiles no client calls; that they compile is checked
-    /// by a unit test instead.
-    pub fn builtin(def: Arc<ProfileDef>) -> Result<Profile, ProfileError> {
-        Profile::checked(def)
-    }
-
-    /// The structural checks of a definition, its schema not compiled.
-    fn checked(def: impl Into<Arc<ProfileDef>>) -> Result<Profile, ProfileError> {
         let def = def.into();
-        let props = def
-            .schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .ok_or_else(|| ProfileError::NoProperties {
-                profile: def.name.clone(),
-            })?;
-        let conflict = |param: &str, conflict| ProfileError::Conflict {
-            profile: def.name.clone(),
-            param: param.to_string(),
-            conflict,
-        };
-        for (param, rule) in &def.params {
-            if !props.contains_key(param) {
-                return Err(ProfileError::UnknownParam {
-                    profile: def.name.clone(),
-                    param: param.clone(),
-                });
-            }
-            if rule.drop && (rule.to.is_some() || rule.scale.is_some() || rule.each.is_some()) {
-                return Err(conflict(param, RuleConflict::DroppedAndMapped));
-            }
-            if rule.scale.is_some() && rule.each.is_some() {
-                return Err(conflict(param, RuleConflict::ScaleAndEach));
-            }
-        }
+        check(&def)?;
+        let compiled = compile(&def)?;
         Ok(Profile {
-            def,
-            validator: OnceLock::new(),
+            def: Source::Plan(def),
+            validator: OnceLock::from(Ok(compiled)),
         })
+    }
+
+    /// A built-in profile ([`builtin`]): its schema is read and compiled
+    /// on first use. Compiling the built-in families' fifteen schemas (and,
+    /// for the first, JSON Schema's own meta-schema) was about a tenth of
+    /// the CPU `toolhost serve` spent before answering `initialize`, and
+    /// reading them into JSON values most of what the families still
+    /// cost, mostly for profiles no client calls. That every built-in
+    /// profile passes [`Profile::new`]'s checks is held by a unit test:
+    /// the table is part of the binary, not a user's input.
+    pub fn builtin(def: &'static Builtin) -> Profile {
+        Profile {
+            def: Source::Builtin(def),
+            validator: OnceLock::new(),
+        }
+    }
+
+    /// The whole definition (a built-in profile's is made when first
+    /// asked for).
+    pub fn def(&self) -> &ProfileDef {
+        match &self.def {
+            Source::Plan(def) => def,
+            Source::Builtin(builtin) => builtin.def(),
+        }
+    }
+
+    /// The family (`claude_code`, `amp`, or a plan's own).
+    pub fn family(&self) -> &str {
+        match &self.def {
+            Source::Plan(def) => &def.family,
+            Source::Builtin(builtin) => &builtin.head.family,
+        }
+    }
+
+    /// The canonical tool it maps onto (its public name).
+    pub fn tool(&self) -> &str {
+        match &self.def {
+            Source::Plan(def) => &def.tool,
+            Source::Builtin(builtin) => &builtin.head.tool,
+        }
     }
 
     /// The alias's name.
     pub fn name(&self) -> &str {
-        &self.def.name
+        match &self.def {
+            Source::Plan(def) => &def.name,
+            Source::Builtin(builtin) => &builtin.head.name,
+        }
     }
 
     /// The family's name as people read it (`Claude Code`, `Amp`).
     pub fn family_label(&self) -> String {
-        match self.def.family.as_str() {
+        match self.family() {
             "claude_code" => "Claude Code".into(),
             "amp" => "Amp".into(),
             other => other.to_string(),
@@ -218,23 +225,23 @@ impl Profile {
 
     /// The profile's own validator.
     pub fn validator(&self) -> Result<&jsonschema::Validator, &ProfileError> {
-        self.validator.get_or_init(|| compile(&self.def)).as_ref()
+        self.validator.get_or_init(|| compile(self.def())).as_ref()
     }
 
     /// The caller's input as the canonical tool's input.
     pub fn to_canonical(&self, input: &Value) -> Result<Value, MapError> {
-        mapping::to_canonical(&self.def, input)
+        mapping::to_canonical(self.def(), input)
     }
 
     /// The caller's parameter that became canonical parameter `canonical`
     /// (for error messages); `None` when none did one to one.
     pub fn caller_param(&self, canonical: &str) -> Option<&str> {
-        mapping::caller_param(&self.def, canonical)
+        mapping::caller_param(self.def(), canonical)
     }
 
     /// The names of the schema's top-level parameters.
     pub fn params(&self) -> impl Iterator<Item = &str> {
-        self.def
+        self.def()
             .schema
             .get("properties")
             .and_then(Value::as_object)
@@ -243,23 +250,126 @@ impl Profile {
     }
 }
 
+/// A built-in profile as `families.json` writes it, read at start with
+/// its schema (most of the text) kept as JSON text.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BuiltinText<'a> {
+    name: String,
+    #[serde(default = "plan_family")]
+    family: String,
+    tool: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(borrow)]
+    schema: &'a RawValue,
+    #[serde(default)]
+    params: BTreeMap<String, ParamRule>,
+    #[serde(default)]
+    defaults: BTreeMap<String, Value>,
+    #[serde(default)]
+    set: BTreeMap<String, Value>,
+}
+
+/// A built-in profile (Claude Code's, Amp's): its name, family and tool
+/// known at start, which is all the registry needs to mount it; its
+/// definition made once, when a call, a listing or `describe` first needs
+/// it.
+#[derive(Debug)]
+pub struct Builtin {
+    head: BuiltinText<'static>,
+    def: OnceLock<Arc<ProfileDef>>,
+}
+
+impl Builtin {
+    /// The alias's name.
+    pub fn name(&self) -> &str {
+        &self.head.name
+    }
+
+    /// The definition, as reading the profile's text whole would give it
+    /// (a unit test compares the two).
+    pub fn def(&self) -> &Arc<ProfileDef> {
+        self.def.get_or_init(|| {
+            let head = &self.head;
+            // JSON text the table's parse has already checked: it reads.
+            let schema = serde_json::from_str(head.schema.get()).unwrap_or_else(|e| {
+                tracing::error!(profile = %head.name, "a built-in alias profile's schema does not read: {e}");
+                Value::Null
+            });
+            Arc::new(ProfileDef {
+                name: head.name.clone(),
+                family: head.family.clone(),
+                tool: head.tool.clone(),
+                description: head.description.clone(),
+                schema,
+                params: head.params.clone(),
+                defaults: head.defaults.clone(),
+                set: head.set.clone(),
+            })
+        })
+    }
+}
+
 /// The built-in families (Claude Code, Amp), from `families.json`.
-pub fn builtin() -> &'static [Arc<ProfileDef>] {
-    static BUILTIN: OnceLock<Vec<Arc<ProfileDef>>> = OnceLock::new();
+pub fn builtin() -> &'static [Builtin] {
+    static BUILTIN: OnceLock<Vec<Builtin>> = OnceLock::new();
     BUILTIN.get_or_init(|| {
         #[derive(Deserialize)]
-        struct File {
-            profiles: Vec<ProfileDef>,
+        struct File<'a> {
+            #[serde(borrow)]
+            profiles: Vec<BuiltinText<'a>>,
         }
         // The file is part of the binary and checked by a unit test; a
         // broken edit fails that test, not a user's call.
         serde_json::from_str::<File>(include_str!("families.json"))
-            .map(|f| f.profiles.into_iter().map(Arc::new).collect())
+            .map(|f| {
+                f.profiles
+                    .into_iter()
+                    .map(|head| Builtin {
+                        head,
+                        def: OnceLock::new(),
+                    })
+                    .collect()
+            })
             .unwrap_or_else(|e| {
                 tracing::error!("the built-in alias profiles do not parse: {e}");
                 Vec::new()
             })
     })
+}
+
+/// The structural checks of a definition, its schema not compiled: an
+/// object schema, rules only for parameters it has, no rule that
+/// contradicts itself.
+fn check(def: &ProfileDef) -> Result<(), ProfileError> {
+    let props = def
+        .schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or_else(|| ProfileError::NoProperties {
+            profile: def.name.clone(),
+        })?;
+    let conflict = |param: &str, conflict| ProfileError::Conflict {
+        profile: def.name.clone(),
+        param: param.to_string(),
+        conflict,
+    };
+    for (param, rule) in &def.params {
+        if !props.contains_key(param) {
+            return Err(ProfileError::UnknownParam {
+                profile: def.name.clone(),
+                param: param.clone(),
+            });
+        }
+        if rule.drop && (rule.to.is_some() || rule.scale.is_some() || rule.each.is_some()) {
+            return Err(conflict(param, RuleConflict::DroppedAndMapped));
+        }
+        if rule.scale.is_some() && rule.each.is_some() {
+            return Err(conflict(param, RuleConflict::ScaleAndEach));
+        }
+    }
+    Ok(())
 }
 
 /// The profile's schema, compiled.
@@ -275,16 +385,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_builtin_profile_is_valid() {
-        let defs: Value = serde_json::from_str(include_str!("families.json")).expect("families.json parses");
-        let count = defs["profiles"].as_array().expect("profiles").len();
-        assert_eq!(builtin().len(), count, "every profile deserializes");
-        for def in builtin() {
-            Profile::new(def.clone()).unwrap_or_else(|e| panic!("{e}"));
-            assert!(Arc::ptr_eq(
-                &Profile::builtin(def.clone()).expect("checked").def,
-                def
-            ));
+    fn every_builtin_profile_is_valid_and_read_as_the_whole_file_reads() {
+        #[derive(Deserialize)]
+        struct File {
+            profiles: Vec<ProfileDef>,
+        }
+        // The reference: each profile read whole, as a plan's would be.
+        let whole: File = serde_json::from_str(include_str!("families.json")).expect("families.json parses");
+        assert_eq!(builtin().len(), whole.profiles.len(), "every profile reads");
+        for (builtin, def) in builtin().iter().zip(&whole.profiles) {
+            assert_eq!(format!("{:?}", builtin.def()), format!("{def:?}"));
+            Profile::new(builtin.def().clone()).unwrap_or_else(|e| panic!("{e}"));
+            let profile = Profile::builtin(builtin);
+            assert_eq!(
+                (profile.name(), profile.family(), profile.tool()),
+                (def.name.as_str(), def.family.as_str(), def.tool.as_str())
+            );
+            assert!(std::ptr::eq(profile.def(), &**builtin.def()), "made once");
+            assert!(profile.validator().is_ok());
         }
     }
 

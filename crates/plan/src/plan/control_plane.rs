@@ -65,13 +65,20 @@ fn path_like(word: &str, dir: &Path) -> Option<PathBuf> {
 /// audit log; the state folder and token files as secret.
 pub fn protected_paths(plan: &Plan) -> Vec<ProtectedPath> {
     let mut out = Vec::new();
+    // Each entry once: the two discovery chains are one when the working
+    // folder is the current one (the usual case), and every module looks
+    // up each entry's real location (several system calls a path) at
+    // mount.
     let mut add = |path: &Path, folder: bool, secret: bool| {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        out.push(ProtectedPath {
+        let entry = ProtectedPath {
             path: super::normalize(&path).to_string_lossy().into_owned(),
             folder,
             secret,
-        });
+        };
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
     };
     if plan.file.is_file() {
         add(&plan.file, false, false);
@@ -97,4 +104,25 @@ pub fn protected_paths(plan: &Plan) -> Vec<ProtectedPath> {
         add(file, false, true);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_paths_list_each_entry_once() {
+        // The plan's folder is the current one, so the working folder is
+        // too: discovery's two chains of folders are the same chain.
+        let cwd = std::env::current_dir().expect("current folder");
+        let plan = Plan::parse("", &cwd.join("p.toml")).expect("plan");
+        let paths = protected_paths(&plan);
+        let project = super::super::normalize(&cwd.join(PROJECT_FILE))
+            .to_string_lossy()
+            .into_owned();
+        assert!(paths.iter().any(|p| p.path == project), "{paths:?}");
+        for (i, entry) in paths.iter().enumerate() {
+            assert!(!paths[..i].contains(entry), "{entry:?} twice in {paths:?}");
+        }
+    }
 }

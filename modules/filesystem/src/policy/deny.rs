@@ -31,9 +31,16 @@ pub struct DenyRules {
     path_rule: Vec<usize>,
 }
 
-fn glob(pattern: &str) -> Result<Glob, PolicyError> {
+/// A rule as a glob. `separator` is whether a wildcard must not match `/`:
+/// a path rule needs that; a name rule is matched against one component,
+/// which holds no `/`, so the option cannot change what it matches, and
+/// without it globset answers `prefix*` and `*.ext` rules with a prefix or
+/// extension test instead of compiling a regex (the default `.env*` cost
+/// two DFAs at every mount: about a twentieth of `toolhost serve`'s CPU
+/// before it answered `initialize`).
+fn glob(pattern: &str, separator: bool) -> Result<Glob, PolicyError> {
     GlobBuilder::new(pattern)
-        .literal_separator(true)
+        .literal_separator(separator)
         .backslash_escape(true)
         .build()
         .map_err(|error| PolicyError::DenyGlob {
@@ -57,7 +64,7 @@ impl DenyRules {
                 return Err(PolicyError::EmptyDenyRule { entry: text.clone() });
             }
             if !trimmed.contains('/') && !trimmed.starts_with('~') {
-                names.add(glob(trimmed)?);
+                names.add(glob(trimmed, false)?);
                 name_rule.push(index);
                 continue;
             }
@@ -74,7 +81,7 @@ impl DenyRules {
                 }
             }
             for form in forms {
-                paths.add(glob(&form.to_string_lossy())?);
+                paths.add(glob(&form.to_string_lossy(), true)?);
                 path_rule.push(index);
             }
         }
@@ -163,6 +170,41 @@ mod tests {
             None,
             "a path rule is whole components"
         );
+    }
+
+    #[test]
+    fn wildcards_match_any_bytes_of_a_name_and_stay_within_a_component() {
+        use std::os::unix::ffi::OsStrExt;
+        let rules = DenyRules::new(
+            &[
+                ".env*".into(),
+                "*.pem".into(),
+                "id_?sa".into(),
+                "{cred,tok}s".into(),
+                "./build/*.log".into(),
+            ],
+            Path::new("/w"),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let check = |below: &[u8]| {
+            let below = Path::new(std::ffi::OsStr::from_bytes(below));
+            rules
+                .matching(&Path::new("/w").join(below), below)
+                .map(str::to_string)
+        };
+        // File names need not be UTF-8: a rule's wildcard covers any bytes.
+        assert_eq!(check(b"a/.env\xff").as_deref(), Some(".env*"));
+        assert_eq!(check(b"\xfe.pem").as_deref(), Some("*.pem"));
+        assert_eq!(check(b"a/.env.local/x").as_deref(), Some(".env*"));
+        assert_eq!(check(b"k/id_rsa").as_deref(), Some("id_?sa"));
+        assert_eq!(check(b"toks/x").as_deref(), Some("{cred,tok}s"));
+        assert_eq!(check(b"a/env"), None);
+        assert_eq!(check(b"a/x.pem.txt"), None);
+        assert_eq!(check(b"id_rrsa"), None);
+        // A path rule's wildcard stays within one component.
+        assert_eq!(check(b"build/a.log").as_deref(), Some("./build/*.log"));
+        assert_eq!(check(b"build/sub/a.log"), None);
     }
 
     #[test]
