@@ -88,6 +88,13 @@ impl Job {
         self.join();
     }
 
+    /// A shared job that never started: its status leaves the store.
+    fn abandon(&self) {
+        if let Some((_, spool)) = &self.shared {
+            spool.lock().unwrap_or_else(|p| p.into_inner()).abandon();
+        }
+    }
+
     /// Waits for the job's thread, then for its spool thread (which writes
     /// the end once the job's thread set it).
     fn join(&self) {
@@ -147,13 +154,13 @@ impl Jobs {
     }
 
     /// Starts a thread driving `spawned` as a new job of `session` and
-    /// returns it; with `shared` (the principal and the spool), a job the
-    /// fleet shares, under the spool's handle.
+    /// returns it; with `shared` (its spool), a job the fleet shares, under
+    /// the spool's handle.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         &self,
         session: Option<&str>,
-        shared: Option<(String, String, Spool)>,
+        shared: Option<Spool>,
         command: &str,
         spawned: Spawned,
         captures: (Capture, Capture),
@@ -163,7 +170,10 @@ impl Jobs {
     ) -> std::io::Result<Arc<Job>> {
         self.forget_spooled();
         let (id, shared) = match shared {
-            Some((handle, principal, spool)) => (handle, Some((principal, Mutex::new(spool)))),
+            Some(spool) => (
+                spool.handle().to_string(),
+                Some((spool.principal().to_string(), Mutex::new(spool))),
+            ),
             None => (
                 format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1),
                 None,
@@ -193,9 +203,7 @@ impl Jobs {
                 match started {
                     Ok(handle) => Some(handle),
                     Err(e) => {
-                        if let Some((_, spool)) = &job.shared {
-                            spool.lock().unwrap_or_else(|p| p.into_inner()).abandon();
-                        }
+                        job.abandon();
                         return Err(e);
                     }
                 }
@@ -232,9 +240,7 @@ impl Jobs {
             Ok(handle) => handle,
             Err(e) => {
                 // The spool thread would wait for an end that never comes.
-                if let Some((_, spool)) = &job.shared {
-                    spool.lock().unwrap_or_else(|p| p.into_inner()).abandon();
-                }
+                job.abandon();
                 job.state().outcome = Some(Outcome {
                     exit: Some(crate::process::tree::Exit::NotStarted),
                     stopped: None,

@@ -111,16 +111,12 @@ fn unavailable(e: StateError) -> ToolError {
 /// the test: a host lends state only to calls without a session.
 pub struct Prepared {
     handle: String,
+    principal: String,
     state: GrantedState,
     status: Status,
 }
 
 impl Prepared {
-    /// The handle `bash` returns.
-    pub fn handle(&self) -> &str {
-        &self.handle
-    }
-
     /// The job was not started after all: its status goes (and the grant,
     /// with the handle).
     pub fn abandon(self) {
@@ -137,6 +133,10 @@ pub fn prepare(
     coordinator: &Coordinator,
     command: &str,
 ) -> Result<Option<Prepared>, ToolError> {
+    // A host lends state only to a call whose principal it identified.
+    let Some(principal) = ctx.principal() else {
+        return Ok(None);
+    };
     // Held until the job's end is written (or its worker ends): a job may
     // run for longer than any fixed lifetime.
     let grant = match ctx.state_grant(None) {
@@ -165,6 +165,7 @@ pub fn prepare(
     state.put(&handle, &text, None).map_err(unavailable)?;
     Ok(Some(Prepared {
         handle,
+        principal: principal.to_string(),
         state,
         status,
     }))
@@ -184,6 +185,7 @@ pub trait Output {
 #[derive(Debug)]
 pub struct Spool {
     handle: String,
+    principal: String,
     /// The grant; `None` once the job's end is written (released then, and
     /// nothing is written after: a reader may already have removed the
     /// records, which a late write would bring back).
@@ -203,11 +205,22 @@ impl Spool {
         status.pid = pid;
         Spool {
             handle: prepared.handle,
+            principal: prepared.principal,
             state: Some(prepared.state),
             status,
             last_status: Instant::now() - HEARTBEAT,
             pending: None,
         }
+    }
+
+    /// The handle `bash` returned.
+    pub fn handle(&self) -> &str {
+        &self.handle
+    }
+
+    /// The principal the job belongs to.
+    pub fn principal(&self) -> &str {
+        &self.principal
     }
 
     /// Every [`SPOOL_EVERY`]: writes new output (and the status, with it or
@@ -370,18 +383,49 @@ pub fn expired(handle: &str) -> ToolError {
     )
 }
 
-/// Whether the caller (lent state) has a job under `handle`. `Ok(None)`:
-/// this call is lent no state.
-pub fn exists(ctx: &Context<'_>, handle: &str) -> Result<Option<bool>, ToolError> {
-    if !is_handle(handle) {
-        // Not a fleet job's handle (those of jobs kept in memory are
-        // `job-N`): the caller's in-memory jobs answer it.
-        return Ok(None);
+/// What the caller's store says of a handle.
+pub enum Lookup {
+    /// Not a fleet job's handle (those of jobs kept in memory are `job-N`),
+    /// or this call is lent no state: the caller's in-memory jobs answer.
+    InMemory,
+    /// No such job for this caller: `expired_handle`.
+    Gone,
+    /// The job's status, as just read.
+    Found(JobStatus),
+}
+
+/// A fleet job's status record, as one read of the store found it.
+pub struct JobStatus(Status);
+
+impl JobStatus {
+    /// Whether the job's end is written.
+    pub fn is_over(&self) -> bool {
+        self.0.end.is_some()
     }
-    match ctx.state_get(handle) {
-        Ok(found) => Ok(Some(found.is_some())),
-        Err(StateError::Unsupported) => Ok(None),
-        Err(e) => Err(unavailable(e)),
+}
+
+/// Reads the status of the caller's job under `handle`.
+pub fn lookup(ctx: &Context<'_>, handle: &str) -> Result<Lookup, ToolError> {
+    if !is_handle(handle) {
+        return Ok(Lookup::InMemory);
+    }
+    let text = match ctx.state_get(handle) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(Lookup::Gone),
+        Err(StateError::Unsupported) => return Ok(Lookup::InMemory),
+        Err(e) => return Err(unavailable(e)),
+    };
+    serde_json::from_str(&text)
+        .map(|status| Lookup::Found(JobStatus(status)))
+        .map_err(|e| ToolError::new("internal", format!("the job's status record is damaged: {e}")))
+}
+
+/// The status of a job the caller is known to have (it may have changed
+/// since the last read); `expired_handle` when it is gone meanwhile.
+pub fn current(ctx: &Context<'_>, handle: &str) -> Result<JobStatus, ToolError> {
+    match lookup(ctx, handle)? {
+        Lookup::Found(status) => Ok(status),
+        Lookup::Gone | Lookup::InMemory => Err(expired(handle)),
     }
 }
 
@@ -392,19 +436,17 @@ pub fn is_handle(id: &str) -> bool {
         .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
-/// What a job printed since the last read, from the store, and whether it
-/// is over (then its records are removed: its end is reported once).
+/// What a job printed since the last read (up to `status`), from the
+/// store; once it is over, its end too, and its records are removed: the
+/// end is reported once.
 pub fn read(
     ctx: &Context<'_>,
     handle: &str,
+    status: JobStatus,
     cap: usize,
     budget: usize,
-) -> Result<(Map<String, Value>, bool), ToolError> {
-    let status: Status = match ctx.state_get(handle).map_err(unavailable)? {
-        Some(text) => serde_json::from_str(&text)
-            .map_err(|e| ToolError::new("internal", format!("the job's status record is damaged: {e}")))?,
-        None => return Err(expired(handle)),
-    };
+) -> Result<Map<String, Value>, ToolError> {
+    let JobStatus(status) = status;
     // The writer never leaves more than MAX_UNREAD_CHUNKS unread (and two
     // more at the end): a cursor lost to expiry or eviction costs no more
     // than that many lookups.
@@ -471,13 +513,12 @@ pub fn read(
             json!("the output is not valid UTF-8; invalid bytes are shown as U+FFFD"),
         );
     }
-    let finished = match status.end {
+    match status.end {
         Some(end) => {
             out.extend(end);
             for key in [handle.to_string(), cursor_key(handle), kill_key(handle)] {
                 let _ = ctx.state_delete(&key);
             }
-            true
         }
         None => {
             let now = now_ms();
@@ -495,23 +536,14 @@ pub fn read(
                     )),
                 );
             }
-            false
         }
-    };
-    Ok((out, finished))
+    }
+    Ok(out)
 }
 
 /// Asks the job's host to end it; the caller then waits for the end.
 pub fn request_kill(ctx: &Context<'_>, handle: &str) -> Result<(), ToolError> {
     ctx.state_put(&kill_key(handle), "1", None).map_err(unavailable)
-}
-
-/// Whether the job's status says it is over.
-pub fn ended(ctx: &Context<'_>, handle: &str) -> Result<bool, ToolError> {
-    let Some(text) = ctx.state_get(handle).map_err(unavailable)? else {
-        return Ok(true);
-    };
-    Ok(serde_json::from_str::<Status>(&text).is_ok_and(|s| s.end.is_some()))
 }
 
 #[cfg(test)]

@@ -114,24 +114,11 @@ impl Tool for Bash {
         if background {
             let captures = m.captures();
             let pid = spawned.tree.reaper_pid();
-            let shared = match (prepared, ctx.principal()) {
-                (Some(prepared), Some(principal)) => Some((
-                    prepared.handle().to_string(),
-                    principal.to_string(),
-                    Spool::new(prepared, pid),
-                )),
-                (prepared, _) => {
-                    if let Some(prepared) = prepared {
-                        prepared.abandon();
-                    }
-                    None
-                }
-            };
             let job = m
                 .jobs
                 .start(
                     ctx.session_id(),
-                    shared,
+                    prepared.map(|prepared| Spool::new(prepared, pid)),
                     &input.command,
                     spawned,
                     captures,

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use toolhost_core::{Context, Effect, Tool, ToolError, ToolSpec};
 
-use crate::shared_job;
+use crate::shared_job::{self, JobStatus, Lookup};
 use crate::state::Module;
 use crate::tools::output::{drain, unknown_job};
 
@@ -41,8 +41,10 @@ impl Tool for BashKill {
     }
 
     fn execute(&self, input: KillInput, ctx: &Context<'_>) -> Result<Value, ToolError> {
-        if shared_job::exists(ctx, &input.id)?.is_some() {
-            return self.kill_shared(&input.id, ctx);
+        match shared_job::lookup(ctx, &input.id)? {
+            Lookup::Found(status) => return self.kill_shared(&input.id, status, ctx),
+            Lookup::Gone => return Err(shared_job::expired(&input.id)),
+            Lookup::InMemory => {}
         }
         let job = self
             .module
@@ -65,16 +67,21 @@ impl BashKill {
     /// Ends a job the fleet shares: directly when it runs here, otherwise
     /// by asking its host through the store and waiting (bounded) for the
     /// end it writes back.
-    fn kill_shared(&self, handle: &str, ctx: &Context<'_>) -> Result<Value, ToolError> {
+    fn kill_shared(&self, handle: &str, status: JobStatus, ctx: &Context<'_>) -> Result<Value, ToolError> {
         let budget = self.module.config.max_output_bytes;
-        let was_running = !shared_job::ended(ctx, handle)?;
-        if was_running {
+        let was_running = !status.is_over();
+        let status = if was_running {
             match self.module.jobs.get_shared(ctx.principal(), handle) {
-                Some(job) => job.kill(),
+                Some(job) => {
+                    job.kill();
+                    shared_job::current(ctx, handle)?
+                }
                 None => self.kill_elsewhere(handle, ctx)?,
             }
-        }
-        let (mut out, _) = shared_job::read(ctx, handle, budget, budget)?;
+        } else {
+            status
+        };
+        let mut out = shared_job::read(ctx, handle, status, budget, budget)?;
         out.insert("killed".into(), json!(was_running));
         if !was_running {
             out.insert("note".into(), json!("the job had already ended by itself"));
@@ -82,15 +89,17 @@ impl BashKill {
         Ok(Value::Object(out))
     }
 
-    fn kill_elsewhere(&self, handle: &str, ctx: &Context<'_>) -> Result<(), ToolError> {
+    /// Asks for the end and waits for it; returns the status carrying it.
+    fn kill_elsewhere(&self, handle: &str, ctx: &Context<'_>) -> Result<JobStatus, ToolError> {
         shared_job::request_kill(ctx, handle)?;
         // Its host sees the request within a spool tick, then ends the tree
         // (SIGTERM, the grace, SIGKILL) and writes the end.
         let wait = Duration::from_millis(self.module.config.kill_grace_ms) + Duration::from_secs(5);
         let until = Instant::now() + wait;
         while Instant::now() < until {
-            if shared_job::ended(ctx, handle)? {
-                return Ok(());
+            let status = shared_job::current(ctx, handle)?;
+            if status.is_over() {
+                return Ok(status);
             }
             if ctx.wait_cancelled(shared_job::SPOOL_EVERY) {
                 return Err(ToolError::cancelled());

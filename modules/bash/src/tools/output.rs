@@ -9,7 +9,7 @@ use toolhost_core::{Context, Effect, Tool, ToolError, ToolSpec};
 
 use crate::jobs::Job;
 use crate::output::report;
-use crate::shared_job;
+use crate::shared_job::{self, Lookup};
 use crate::state::Module;
 
 /// Input of `bash_output`.
@@ -105,29 +105,31 @@ impl Tool for BashOutput {
             })
             .transpose()?;
         let budget = self.module.config.max_output_bytes;
-        let (mut out, _finished) = match shared_job::exists(ctx, &input.id)? {
+        let mut out = match shared_job::lookup(ctx, &input.id)? {
             // A job the fleet shares: read through the store, whichever
             // host runs it (this one first writes what it holds).
-            Some(found) => {
-                if let Some(job) = found
-                    .then(|| self.module.jobs.get_shared(ctx.principal(), &input.id))
-                    .flatten()
-                {
-                    job.flush();
-                }
-                shared_job::read(ctx, &input.id, budget, budget)?
+            Lookup::Found(status) => {
+                let status = match self.module.jobs.get_shared(ctx.principal(), &input.id) {
+                    Some(job) => {
+                        job.flush();
+                        shared_job::current(ctx, &input.id)?
+                    }
+                    None => status,
+                };
+                shared_job::read(ctx, &input.id, status, budget, budget)?
             }
-            None => {
+            Lookup::Gone => return Err(shared_job::expired(&input.id)),
+            Lookup::InMemory => {
                 let job = self
                     .module
                     .jobs
                     .get(ctx.session_id(), &input.id)
                     .ok_or_else(|| unknown_job(&self.module, ctx.session_id(), &input.id))?;
-                let read = drain(&job, budget);
-                if read.1 {
+                let (out, finished) = drain(&job, budget);
+                if finished {
                     self.module.jobs.remove(&job.id);
                 }
-                read
+                out
             }
         };
         if let Some(filter) = &filter {
