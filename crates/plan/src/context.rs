@@ -57,10 +57,7 @@ pub fn answer_state(lent: Option<&Arc<dyn LentState>>, request: &str) -> String 
         }
         _ => {}
     }
-    // A panic here would unwind into the module's frames and abort.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lent.perform(&request)))
-        .unwrap_or_else(|_| Answer::failed("unavailable", "the host's state store panicked"))
-        .to_json()
+    crate::lent::perform_guarded(lent.as_ref(), &request).to_json()
 }
 
 impl FfiContext for CallContext {

@@ -86,38 +86,32 @@ pub fn answer(scope: &str, request: &str) -> String {
     if let Err(refused) = check(&granted.request) {
         return refused.to_json();
     }
+    if matches!(granted.request, Request::Grant { .. }) {
+        return Answer::failed("bad_request", "a grant cannot issue another grant; ask in a call").to_json();
+    }
     let now = Instant::now();
     let lent = {
         let mut table = table().lock().unwrap_or_else(PoisonError::into_inner);
-        let live = table
-            .get(&granted.grant)
-            .is_some_and(|g| g.live(now) && g.lent.scope() == scope);
-        if !live {
-            if table.get(&granted.grant).is_some_and(|g| !g.live(now)) {
-                table.remove(&granted.grant);
+        let lent = match table.get(&granted.grant) {
+            Some(grant) if grant.live(now) && grant.lent.scope() == scope => grant.lent.clone(),
+            found => {
+                if found.is_some_and(|grant| !grant.live(now)) {
+                    table.remove(&granted.grant);
+                }
+                return Answer::failed(
+                    "unsupported",
+                    "no such grant for this module (expired or released)",
+                )
+                .to_json();
             }
-            return Answer::failed(
-                "unsupported",
-                "no such grant for this module (expired or released)",
-            )
-            .to_json();
-        }
+        };
         if granted.request == Request::Release {
             table.remove(&granted.grant);
             return Answer::ok(None).to_json();
         }
-        table.get(&granted.grant).map(|g| g.lent.clone())
+        lent
     };
-    let Some(lent) = lent else {
-        return Answer::failed("unsupported", "no such grant for this module").to_json();
-    };
-    if matches!(granted.request, Request::Grant { .. }) {
-        return Answer::failed("bad_request", "a grant cannot issue another grant; ask in a call").to_json();
-    }
-    // A panic here would unwind into the module's frames and abort.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lent.perform(&granted.request)))
-        .unwrap_or_else(|_| Answer::failed("unavailable", "the host's state store panicked"))
-        .to_json()
+    crate::lent::perform_guarded(lent.as_ref(), &granted.request).to_json()
 }
 
 /// Ends these grants (an isolated module's, when its worker ended: the

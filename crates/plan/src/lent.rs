@@ -13,3 +13,15 @@ pub trait LentState: Send + Sync {
     /// that mount's coordinator only.
     fn scope(&self) -> &str;
 }
+
+/// Performs `request` on `lent` for a module's call into the host: a panic
+/// in the store would unwind into the module's frames and abort the
+/// process, so it is answered `unavailable` instead.
+pub fn perform_guarded(
+    lent: &dyn LentState,
+    request: &toolhost_core::state::Request,
+) -> toolhost_core::state::Answer {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lent.perform(request))).unwrap_or_else(|_| {
+        toolhost_core::state::Answer::failed("unavailable", "the host's state store panicked")
+    })
+}
