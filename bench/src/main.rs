@@ -9,6 +9,7 @@
 mod alias;
 mod bash;
 mod bash_policy;
+mod echo_pipeline;
 mod filesystem;
 mod host;
 mod isolation;

@@ -4,15 +4,11 @@
 //! never refuses it), in alternating rounds of the same run so drift
 //! affects both; the difference of the medians must stay within 20 µs.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use toolhost::cancel::CancelToken;
-use toolhost::host::Host;
-use toolhost::pipeline::{Call, Pipeline};
-use toolhost::plan::Plan;
+use toolhost::pipeline::Pipeline;
 
+use crate::echo_pipeline;
 use crate::report::{fmt, Bench, Stats};
 
 /// The most the stage may add to a call.
@@ -20,29 +16,14 @@ const BOUND: Duration = Duration::from_micros(20);
 
 pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let modules = b.target_dir.display().to_string();
     let limit = "[[limits]]\ntools = [\"echo\"]\nper_second = 1e9\nburst = 1000000000\n";
-    let mut pipelines = Vec::new();
-    for (name, extra) in [("plain", ""), ("limited", limit)] {
-        let file = dir.path().join(format!("{name}.toml"));
-        std::fs::write(
-            &file,
-            format!("[host]\nmodule_path = [{modules:?}]\n[[tools]]\nmodule = \"fixture\"\n{extra}"),
-        )?;
-        let host = Arc::new(Host::open(Plan::load(&file)?)?);
-        pipelines.push((host.clone(), Pipeline::new(host, CancelToken::new())));
-    }
+    let pipelines = [("plain", ""), ("limited", limit)]
+        .map(|(name, extra)| echo_pipeline::open(dir.path(), &b.target_dir, name, extra));
+    let pipelines = pipelines.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let call = |pipeline: &Pipeline| {
-        let result = runtime.block_on(pipeline.call(Call {
-            name: "echo".into(),
-            input: json!({"message": "hello"}),
-            ..Call::default()
-        }));
-        assert!(result.success, "{result:?}");
-    };
+    let call = |pipeline: &Pipeline| echo_pipeline::echo(&runtime, pipeline);
     let (rounds, per_round) = (10, b.n(2_000) / 10 + 1);
     let mut times = [Vec::new(), Vec::new()];
     for _ in 0..200 {

@@ -8,15 +8,11 @@
 //! run one after another (not in alternating rounds), and this area runs
 //! last.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use toolhost::cancel::CancelToken;
-use toolhost::host::Host;
-use toolhost::pipeline::{Call, Pipeline};
-use toolhost::plan::Plan;
+use toolhost::pipeline::Pipeline;
 
+use crate::echo_pipeline;
 use crate::report::{fmt, Bench, Stats};
 
 /// The most metrics and a span may add to a call.
@@ -24,28 +20,13 @@ const BOUND: Duration = Duration::from_micros(20);
 
 pub fn run(b: &mut Bench) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let modules = b.target_dir.display().to_string();
     let closed = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-    let open = |name: &str, extra: &str| -> anyhow::Result<(Arc<Host>, Pipeline)> {
-        let file = dir.path().join(format!("{name}.toml"));
-        std::fs::write(
-            &file,
-            format!("[host]\nmodule_path = [{modules:?}]\n{extra}[[tools]]\nmodule = \"fixture\"\n"),
-        )?;
-        let host = Arc::new(Host::open(Plan::load(&file)?)?);
-        Ok((host.clone(), Pipeline::new(host, CancelToken::new())))
-    };
+    let modules = b.target_dir.clone();
+    let open = |name: &str, extra: &str| echo_pipeline::open(dir.path(), &modules, name, extra);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let call = |pipeline: &Pipeline| {
-        let result = runtime.block_on(pipeline.call(Call {
-            name: "echo".into(),
-            input: json!({"message": "hello"}),
-            ..Call::default()
-        }));
-        assert!(result.success, "{result:?}");
-    };
+    let call = |pipeline: &Pipeline| echo_pipeline::echo(&runtime, pipeline);
     let n = b.n(5_000);
     let measure = |pipeline: &Pipeline| {
         for _ in 0..200 {
