@@ -94,10 +94,7 @@ fn serve(env: &Env) -> (HttpServer, String) {
 }
 
 async fn connect(url: &str, token: &str) -> RunningService<RoleClient, ()> {
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("initialize")
+    common::serve::http_client(url, token).await
 }
 
 async fn names(client: &RunningService<RoleClient, ()>) -> Vec<String> {

@@ -19,9 +19,7 @@ use common::serve::{toolhost_meta, HttpServer};
 use common::Env;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use serde_json::{json, Value};
 
 const CAROL: &str = "carol-static-token-0123456789";
@@ -180,10 +178,7 @@ fn serve(issuer: &str) -> (HttpServer, String, Env) {
 }
 
 async fn connect(url: &str, token: &str) -> RunningService<RoleClient, ()> {
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("initialize")
+    common::serve::http_client(url, token).await
 }
 
 async fn echo(client: &RunningService<RoleClient, ()>) -> CallToolResult {

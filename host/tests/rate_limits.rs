@@ -14,9 +14,7 @@ use common::serve::{call, client, toolhost_meta, HttpServer};
 use common::{fixture_plan, Env};
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::RunningService;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use serde_json::{json, Value};
 
 /// The audit log's records (not the intent records) for `tool`.
@@ -145,10 +143,7 @@ const ALICE: &str = "alice-rate-token-0123456789";
 const BOB: &str = "bob-rate-token-9876543210";
 
 async fn connect(url: &str, token: &str) -> RunningService<RoleClient, ()> {
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("initialize")
+    common::serve::http_client(url, token).await
 }
 
 async fn echo(client: &RunningService<RoleClient, ()>) -> CallToolResult {

@@ -39,6 +39,18 @@ pub fn args(value: Value) -> JsonObject {
     }
 }
 
+/// An MCP session over streamable HTTP at `url` with bearer `token`; a
+/// failed handshake fails the test.
+pub async fn http_client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
+    let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+        .auth_header(token);
+    ().serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+        config,
+    ))
+    .await
+    .expect("MCP handshake over HTTP")
+}
+
 /// `tools/call`; a protocol-level failure fails the test.
 pub async fn call<H: ClientHandler>(
     client: &RunningService<RoleClient, H>,
