@@ -13,9 +13,7 @@ use common::serve::HttpServer;
 use common::{module_file, Env};
 use rmcp::model::{CallToolRequestParams, JsonObject, MetaObject, RequestMetaObject};
 use rmcp::service::RunningService;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use serde_json::{json, Value};
 use toolhost::pipeline::audit_sink::{AuditSink, AuditSinkError};
 use toolhost::state::postgres::open_audit_sink;
@@ -108,10 +106,7 @@ fn start_host(env: &Env, state_url: &str) -> HttpServer {
 type Client = RunningService<RoleClient, ()>;
 
 async fn connect(url: &str) -> Client {
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(TOKEN);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("MCP handshake over HTTP")
+    common::serve::http_client(url, TOKEN).await
 }
 
 /// How a keyed call ended.
@@ -345,5 +340,49 @@ fn two_hosts_share_idempotency_through_postgres_across_an_outage() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+}
+
+/// A call refused while PostgreSQL is away, after it claimed its key, must
+/// not leave the key pending once the store is back: its release is retried
+/// until it lands, so the retry of the same key runs instead of waiting out
+/// a lease for a call that never ran.
+#[test]
+fn a_key_released_during_an_outage_is_free_once_the_store_is_back() {
+    use toolhost::state::postgres::IdempotencyStore;
+    use toolhost::state::{Claim, Intent, Store};
+
+    let mut cluster = Cluster::start();
+    let store = Store::Postgres(IdempotencyStore::open(&cluster.url()).expect("open the store"));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let intent = |owner: &str| Intent {
+        key: "5:local:k1".into(),
+        tool: "bash".into(),
+        digest: "d".into(),
+        owner: owner.into(),
+        lease: Duration::from_secs(600),
+        ttl: Duration::from_secs(600),
+    };
+    let claimed = rt.block_on(store.claim(&intent("first"))).expect("claim");
+    assert!(matches!(claimed, Claim::Owned), "the first claim owns the key");
+
+    cluster.stop();
+    store.release("5:local:k1", "first", Instant::now() + Duration::from_secs(600));
+    std::thread::sleep(Duration::from_millis(500));
+    cluster.resume();
+
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        match rt.block_on(store.claim(&intent("second"))) {
+            Ok(Claim::Owned) => break,
+            Ok(Claim::Pending) | Err(_) => {
+                assert!(
+                    Instant::now() < until,
+                    "the key is still held 30 s after the store came back"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(_) => panic!("the key was neither free nor pending"),
+        }
     }
 }

@@ -121,7 +121,7 @@ async fn complete_later(
 impl Drop for Claimed {
     fn drop(&mut self) {
         if !self.finished.load(Ordering::SeqCst) {
-            self.store.release(&self.key, &self.owner);
+            self.store.release(&self.key, &self.owner, self.lease_end);
         }
     }
 }

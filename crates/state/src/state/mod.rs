@@ -130,15 +130,16 @@ impl Store {
     }
 
     /// Drops the owner's pending row so the key may run again. Called from
-    /// `Drop`, so it does not wait for PostgreSQL.
-    pub fn release(&self, key: &str, owner: &str) {
+    /// `Drop`, so it does not wait for PostgreSQL, which is retried in the
+    /// background until `until` (the claim's lease end).
+    pub fn release(&self, key: &str, owner: &str, until: std::time::Instant) {
         match self {
             Store::Embedded(s) => {
                 if let Err(e) = s.release(key, owner) {
                     tracing::warn!(key, "cannot release the idempotency key: {e}");
                 }
             }
-            Store::Postgres(s) => s.release(key, owner),
+            Store::Postgres(s) => s.release(key, owner, until),
         }
     }
 

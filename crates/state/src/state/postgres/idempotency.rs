@@ -4,7 +4,7 @@
 //! over. Times are the database's clock, so the hosts' clocks do not matter.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::super::{parse_result, Claim, Intent, StateError};
 use super::{db_error, detach, on_runtime, Connector};
@@ -120,25 +120,40 @@ impl IdempotencyStore {
         .await
     }
 
-    /// Deletes the owner's pending row, in the background. If PostgreSQL
-    /// cannot be reached the row stays until its lease ends, and the key is
-    /// then refused as of unknown outcome until it expires.
-    pub fn release(&self, key: &str, owner: &str) {
+    /// Deletes the owner's pending row, in the background, retrying while
+    /// PostgreSQL cannot be reached until `until` (the claim's lease end):
+    /// a call refused because the store went away just after it claimed
+    /// its key must not leave the key pending once the store is back, or
+    /// every retry waits for a call that never ran. Only if the store stays
+    /// away for the whole lease does the row stay, and the key is then
+    /// refused as of unknown outcome until it expires.
+    pub fn release(&self, key: &str, owner: &str, until: Instant) {
         let db = self.db.clone();
         let (key, owner) = (key.to_string(), owner.to_string());
         detach(async move {
-            let outcome = async {
-                let client = db.client().await?;
-                client
-                    .execute(
-                        "DELETE FROM toolhost_idempotency WHERE key = $1 AND owner = $2 AND state = 'pending'",
-                        &[&key, &owner],
-                    )
-                    .await
-                    .map_err(db_error)
-            };
-            if let Err(e) = outcome.await {
-                tracing::warn!(key, "cannot release the idempotency key: {e}");
+            let mut pause = Duration::from_millis(100);
+            loop {
+                let outcome = async {
+                    let client = db.client().await?;
+                    client
+                        .execute(
+                            "DELETE FROM toolhost_idempotency WHERE key = $1 AND owner = $2 AND state = 'pending'",
+                            &[&key, &owner],
+                        )
+                        .await
+                        .map_err(db_error)
+                };
+                match outcome.await {
+                    Ok(_) => return,
+                    Err(e) if Instant::now() + pause >= until => {
+                        tracing::warn!(key, "cannot release the idempotency key: {e}");
+                        return;
+                    }
+                    Err(_) => {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(2));
+                    }
+                }
             }
         });
     }
